@@ -1,0 +1,96 @@
+/* racy_counter: user-level data races.  -t threads increment a shared
+ * unsynchronized counter (volatile read-modify-write, no atomics) and
+ * append into a shared array through an unsynchronized index.  The
+ * final values depend on the interleaving: lost updates are the point. */
+#include "common.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static volatile long counter;
+static volatile long append_idx;
+static volatile uint64_t *array;
+static long iters, appends, cap;
+static pthread_barrier_t start;
+
+static void append(long tid, long seq)
+{
+	long k = append_idx;	/* unsynchronized: concurrent appends collide */
+
+	array[k % cap] = ((uint64_t)(tid + 1) << 32) | (uint64_t)seq;
+	append_idx = k + 1;
+}
+
+static void *racer(void *arg)
+{
+	long tid = (long)arg, i, done = 0;
+	long stride = appends ? (iters / appends > 0 ? iters / appends : 1) : 0;
+
+	pthread_barrier_wait(&start);
+	/* appends are spread over the increment loop so threads overlap */
+	for (i = 0; i < iters; i++) {
+		counter++;	/* load, add, store: not atomic */
+		if (stride && i % stride == 0 && done < appends)
+			append(tid, done++);
+	}
+	while (done < appends)
+		append(tid, done++);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	long nthreads = 4, t;
+	pthread_t *th;
+	uint64_t h = HASH_INIT;
+	long long expected;
+	double t0, dt;
+	int opt;
+
+	iters = 200000000;
+	appends = 100000;
+	wl_init("racy_counter", "[-t THREADS (4)] [-n INCREMENTS_PER_THREAD (200M)] "
+		"[-a APPENDS_PER_THREAD (100000)]");
+	while ((opt = getopt(argc, argv, "t:n:a:")) != -1) {
+		switch (opt) {
+		case 't': nthreads = arg_long(optarg, opt, 1, 4096); break;
+		case 'n': iters = arg_long(optarg, opt, 0, LONG_MAX / 4096); break;
+		case 'a': appends = arg_long(optarg, opt, 0, 1L << 24); break;
+		default: wl_usage();
+		}
+	}
+	if (optind != argc)
+		wl_usage();
+
+	cap = nthreads * appends + 1;
+	array = calloc(cap, sizeof(*array));
+	th = calloc(nthreads, sizeof(*th));
+	if (!array || !th)
+		die("out of memory");
+	if (pthread_barrier_init(&start, NULL, nthreads + 1))
+		die("pthread_barrier_init failed");
+	progress("%ld threads x %ld unsynchronized increments, %ld racy appends each",
+		 nthreads, iters, appends);
+	for (t = 0; t < nthreads; t++)
+		if ((errno = pthread_create(&th[t], NULL, racer, (void *)t)))
+			die("pthread_create:");
+	t0 = now_sec();
+	pthread_barrier_wait(&start);
+	for (t = 0; t < nthreads; t++)
+		pthread_join(th[t], NULL);
+	dt = now_sec() - t0;
+
+	for (t = 0; t < cap; t++)
+		h = hash_u64(h, array[t]);
+	expected = (long long)nthreads * iters;
+	progress("%.3f s; counter %ld of %lld (%lld lost updates), %ld of %lld appends kept",
+		 dt, counter, expected, expected - counter, append_idx,
+		 (long long)nthreads * appends);
+	result("counter=%ld expected=%lld lost=%lld appended=%ld expected_appends=%lld array_hash=%016llx",
+	       counter, expected, expected - counter, append_idx,
+	       (long long)nthreads * appends, (unsigned long long)h);
+	return 0;
+}
