@@ -11,12 +11,12 @@
 int main(int argc, char **argv)
 {
 	struct httpd_cfg scfg = { NULL, 4, 0, 4096 };
-	struct load_cfg lcfg = { "127.0.0.1", 0, "/", 10000, 10, 30 };
+	struct load_cfg lcfg = { "127.0.0.1", 0, "/", 20000, 10, 30 };
 	struct load_res res;
 	int opt, lfd, st, rc;
 	pid_t pid;
 
-	wl_init("http", "[-n REQUESTS (10000)] [-c CONCURRENCY (10)] [-w SERVER_WORKERS (4)] "
+	wl_init("http", "[-n REQUESTS (20000)] [-c CONCURRENCY (10)] [-w SERVER_WORKERS (4)] "
 		"[-s PAGE_SIZE (4096)] [-r ROOT] [-u PATH (/)]");
 	while ((opt = getopt(argc, argv, "n:c:w:s:r:u:")) != -1) {
 		switch (opt) {

@@ -7,11 +7,11 @@
 
 int main(int argc, char **argv)
 {
-	struct load_cfg cfg = { "127.0.0.1", 8080, "/", 10000, 10, 30 };
+	struct load_cfg cfg = { "127.0.0.1", 8080, "/", 20000, 10, 30 };
 	struct load_res res;
 	int opt;
 
-	wl_init("httpload", "[-n REQUESTS (10000)] [-c CONCURRENCY (10)] [-h HOST (127.0.0.1)] "
+	wl_init("httpload", "[-n REQUESTS (20000)] [-c CONCURRENCY (10)] [-h HOST (127.0.0.1)] "
 		"[-p PORT (8080)] [-u PATH (/)] [-t TIMEOUT_S (30)]");
 	while ((opt = getopt(argc, argv, "n:c:h:p:u:t:")) != -1) {
 		switch (opt) {
