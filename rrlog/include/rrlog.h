@@ -47,7 +47,8 @@ typedef struct rr_reader rr_reader;
 /* ---- writing ---------------------------------------------------------- */
 
 typedef struct rr_writer_opts {
-	int zstd_level;            /* <= 0: RR_DEFAULT_ZSTD_LEVEL */
+	int zstd_level;            /* 0: RR_DEFAULT_ZSTD_LEVEL; 1..19, or
+	                              negative for zstd fast levels */
 	uint32_t chunk_raw_bytes;  /* 0: 256 KiB; end a chunk at this size */
 	uint32_t flush_ms;         /* 0: 1000; end a chunk older than this,
 	                              checked on append */
@@ -61,7 +62,7 @@ typedef struct rr_writer_opts {
  * is ignored: the library writes RR_FORMAT_VERSION.
  */
 rr_writer *rr_writer_open(const char *path, const Rr__Header *hdr,
-			  int zstd_level, rr_error *err);
+			  int zstd_level /* 0 = default */, rr_error *err);
 rr_writer *rr_writer_open_opts(const char *path, const Rr__Header *hdr,
 			       const rr_writer_opts *opts, rr_error *err);
 

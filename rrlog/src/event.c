@@ -39,7 +39,7 @@ void rr_position_set(Rr__Position *dst, const rr_pos *src)
 {
 	rr__position__init(dst);
 	dst->branches = src->branches;
-	dst->rip = src->rip;
+	dst->rip = (int64_t)src->rip;   /* sint64 on the wire, see rr.proto */
 	dst->rcx = src->rcx;
 	dst->detpoints = src->detpoints;
 	dst->crew_seq = src->crew_seq;
@@ -50,7 +50,7 @@ rr_pos rr_pos_from(const Rr__Position *p)
 	rr_pos r = { 0 };
 	if (p) {
 		r.branches = p->branches;
-		r.rip = p->rip;
+		r.rip = (uint64_t)p->rip;
 		r.rcx = p->rcx;
 		r.detpoints = p->detpoints;
 		r.crew_seq = p->crew_seq;

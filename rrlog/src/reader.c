@@ -30,6 +30,7 @@
 #include <zstd.h>
 
 #include "arena.h"
+#include "codec.h"
 #include "format.h"
 
 /*
@@ -249,7 +250,8 @@ static int scan_one(rr_reader *r, rr_error *err)
 		    r->size - off - RR_CHUNK_HDR_LEN - h.comp_len ==
 		    RR_FOOTER_LEN) {
 			rr_set_error(err, r->size - RR_FOOTER_LEN,
-				     "bad footer magic after the index chunk");
+				     "damaged footer after the index chunk "
+				     "(bad magic or checksum)");
 			return -1;
 		}
 		/* Index written but the footer is not: closing was cut off. */
@@ -458,12 +460,15 @@ static int open_common(rr_reader *r, rr_error *err)
 		uint64_t foff = r->size - RR_FOOTER_LEN;
 		if (src_copy(r, foff, f, sizeof(f), err))
 			return -1;
-		if (get_le32(f) == RR_FOOTER_MAGIC) {
-			if (CRC_BAD(rr_crc32c(0, f, 28), get_le32(f + 28))) {
-				rr_set_error(err, foff, "footer checksum "
-					     "mismatch");
-				return -1;
-			}
+		/*
+		 * Magic and CRC both right: footer mode.  A bad CRC is either
+		 * a damaged footer or compressed bytes of a crashed log that
+		 * happen to look like the magic; scan mode tells them apart
+		 * (an index chunk followed by exactly a footer's worth of
+		 * bytes is a damaged footer: error).
+		 */
+		if (get_le32(f) == RR_FOOTER_MAGIC &&
+		    !CRC_BAD(rr_crc32c(0, f, 28), get_le32(f + 28))) {
 			if (get_le32(f + 4) != version) {
 				rr_set_error(err, foff + 4, "footer version %u "
 					     "differs from file version %u",
@@ -589,6 +594,17 @@ static int load_chunk(rr_reader *r, size_t i, rr_error *err)
 			     (unsigned long long)c->offset);
 		return -1;
 	}
+	/* Refuse a frame that says it is another size before allocating. */
+	unsigned long long fcs = ZSTD_getFrameContentSize(comp, h.comp_len);
+	if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != h.raw_len) {
+		rr_set_error(err, poff, "zstd frame %s (content size %llu, "
+			     "chunk header says %u)",
+			     fcs == ZSTD_CONTENTSIZE_ERROR ? "is invalid" :
+			     "has the wrong size",
+			     fcs == ZSTD_CONTENTSIZE_ERROR ? 0ull : fcs,
+			     h.raw_len);
+		return -1;
+	}
 	if (h.raw_len > r->raw_cap) {
 		uint8_t *p = realloc(r->raw, h.raw_len);
 		if (!p) {
@@ -687,7 +703,10 @@ int rr_reader_next_ref(rr_reader *r, const Rr__Event **ev, rr_error *err)
 	s = next_record(r, &rec, &len, err);
 	if (s <= 0)
 		return s;
-	Rr__Event *e = rr__event__unpack(&r->arena.pbc, len, rec);
+	/* Fast decoder for canonical records, protobuf-c for the rest. */
+	Rr__Event *e;
+	if (rr_event_decode_fast(rec, len, &r->arena.pbc, &e) != RR_DEC_OK)
+		e = rr__event__unpack(&r->arena.pbc, len, rec);
 	if (!e) {
 		rr_set_error(err, r->chunks[r->loaded].offset, "event %llu: "
 			     "record does not decode (raw offset %zu of chunk)",

@@ -24,6 +24,7 @@
 
 #include <zstd.h>
 
+#include "codec.h"
 #include "format.h"
 
 #define DEFAULT_CHUNK_RAW  (256u << 10)
@@ -189,9 +190,12 @@ rr_writer *rr_writer_open_opts(const char *path, const Rr__Header *hdr,
 	}
 	pthread_mutex_init(&w->lock, NULL);
 	w->fd = -1;
-	w->level = o.zstd_level > 0 ? o.zstd_level : RR_DEFAULT_ZSTD_LEVEL;
+	/* 0: default; negative: zstd's fast levels (bigger, cheaper). */
+	w->level = o.zstd_level ? o.zstd_level : RR_DEFAULT_ZSTD_LEVEL;
 	if (w->level > ZSTD_maxCLevel())
 		w->level = ZSTD_maxCLevel();
+	if (w->level < ZSTD_minCLevel())
+		w->level = ZSTD_minCLevel();
 	w->chunk_raw_bytes = o.chunk_raw_bytes ? o.chunk_raw_bytes
 					       : DEFAULT_CHUNK_RAW;
 	if (w->chunk_raw_bytes > RR_MAX_CHUNK_RAW / 2)
@@ -254,25 +258,46 @@ int rr_writer_append_idx(rr_writer *w, const Rr__Event *ev, uint64_t *index,
 			 rr_error *err)
 {
 	uint8_t stack[STACK_PACK_BYTES];
-	uint8_t *rec = stack;
-	size_t len = rr__event__get_packed_size(ev);
+	uint8_t *buf = stack, *rec;
+	size_t cap = sizeof(stack), len, n;
 	int ret = 0;
 
-	if (len > RR_MAX_CHUNK_RAW - 16) {
-		rr_set_error(err, w->file_off,
-			     "event of %zu bytes exceeds the chunk limit", len);
-		return -1;
+	/*
+	 * Encode at buf+5 and put the length varint (<= 5 bytes) just before
+	 * it, so the record is built in one pass without knowing its size.
+	 */
+	size_t bound = rr_event_encode_bound(ev);
+	if (bound + 5 > cap) {
+		if (bound > RR_MAX_CHUNK_RAW)
+			goto too_big;
+		buf = malloc(cap = bound + 5);
+		if (!buf)
+			goto oom;
 	}
-	if (len + 10 > sizeof(stack)) {
-		rec = malloc(len + 10);
-		if (!rec) {
-			rr_set_error(err, w->file_off, "out of memory");
-			return -1;
+	len = rr_event_encode(ev, buf + 5);
+	if (len == 0) {
+		/* Not for the fast codec (or empty): protobuf-c packs it. */
+		len = rr__event__get_packed_size(ev);
+		if (len > RR_MAX_CHUNK_RAW - 16)
+			goto too_big;
+		if (len + 5 > cap) {
+			if (buf != stack)
+				free(buf);
+			buf = malloc(cap = len + 5);
+			if (!buf)
+				goto oom;
 		}
+		rr__event__pack(ev, buf + 5);
 	}
-	size_t n = rr_varint_encode(rec, len);
-	rr__event__pack(ev, rec + n);
-	n += len;
+	if (len > RR_MAX_CHUNK_RAW - 16)
+		goto too_big;
+	{
+		uint8_t lv[10];
+		size_t k = rr_varint_encode(lv, len);
+		rec = buf + 5 - k;
+		memcpy(rec, lv, k);
+		n = k + len;
+	}
 
 	pthread_mutex_lock(&w->lock);
 	if (w->failed) {
@@ -309,9 +334,18 @@ int rr_writer_append_idx(rr_writer *w, const Rr__Event *ev, uint64_t *index,
 	}
 out:
 	pthread_mutex_unlock(&w->lock);
-	if (rec != stack)
-		free(rec);
+	if (buf != stack)
+		free(buf);
 	return ret;
+too_big:
+	if (buf != stack)
+		free(buf);
+	rr_set_error(err, w->file_off, "event too large for a chunk (limit "
+		     "%u bytes)", RR_MAX_CHUNK_RAW - 16);
+	return -1;
+oom:
+	rr_set_error(err, w->file_off, "out of memory");
+	return -1;
 }
 
 int rr_writer_append(rr_writer *w, const Rr__Event *ev, rr_error *err)

@@ -117,6 +117,22 @@ int main(void)
 		rr_reader_close(zr);
 		free(z);
 	}
+	/* A crashed tail that happens to start like a footer: truncation. */
+	{
+		size_t at = chunks[5].offset + 40 + 10;
+		uint8_t *z = malloc(at + 32);
+		memcpy(z, full, at);
+		memcpy(z + at, "RRFT", 4);     /* footer magic, CRC wrong */
+		memset(z + at + 4, 0x77, 28);
+		rr_reader *zr = rr_reader_open_mem(z, at + 32, &err);
+		CHECK(zr, "%s", err.msg);
+		CHECK(rr_reader_count(zr, &err) ==
+		      (int64_t)chunks[5].first_index, "fake footer count");
+		CHECK(rr_reader_truncated(zr) == (int64_t)chunks[5].offset,
+		      "fake footer offset");
+		rr_reader_close(zr);
+		free(z);
+	}
 	/* Cut inside the file header: open fails, naming the problem. */
 	CHECK(!rr_reader_open_mem(full, 10, &err), "tiny file");
 	CHECK(!rr_reader_open_mem(full, data_off - 1, &err) &&

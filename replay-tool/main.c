@@ -1,0 +1,58 @@
+/*
+ * replay-vm: front end for recording, replaying and inspecting run.rr
+ * logs.  This file only dispatches; each subcommand lives in cmd_*.c.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "util.h"
+
+static const struct command commands[] = {
+	{ "info",   cmd_info,   "summarize a log: config, counts, sizes, rate" },
+	{ "dump",   cmd_dump,   "print events (text or JSON lines)" },
+	{ "verify", cmd_verify, "check every checksum, length and the index" },
+	{ "synth",  cmd_synth,  "write a synthetic log (tests, benchmarks)" },
+	/* record, replay (--log), experiment: added by their own files */
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: replay-vm COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'replay-vm COMMAND --help' shows a command's options "
+		"and examples.\n\nexamples:\n"
+		"  replay-vm synth /tmp/run.rr --events 1000000\n"
+		"  replay-vm info /tmp/run.rr\n"
+		"  replay-vm dump /tmp/run.rr --from 100 --count 10 --json\n"
+		"  replay-vm verify /tmp/run.rr\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "help")) {
+		if (argc > 2) {
+			/* "replay-vm help dump" == "replay-vm dump --help" */
+			char *hv[] = { argv[2], "--help", NULL };
+			for (size_t i = 0; i < N_COMMANDS; i++)
+				if (!strcmp(commands[i].name, argv[2]))
+					return commands[i].run(2, hv);
+		}
+		usage(stdout);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (!strcmp(commands[i].name, argv[1]))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "replay-vm: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return EXIT_USAGE;
+}
