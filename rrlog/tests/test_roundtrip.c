@@ -194,9 +194,35 @@ static void empty_log(void)
 	unlink(path);
 }
 
+/* A chunk older than flush_ms is written at the next clock check. */
+static void time_flush(void)
+{
+	const char *path = tmp_path("timeflush");
+	rr_error err = { 0 };
+	rr_writer_opts o = { .flush_ms = 1 };
+	rr_writer *w = rr_writer_open_opts(path, NULL, &o, &err);
+	CHECK(w, "%s", err.msg);
+	for (int i = 0; i < 512; i++) {
+		rr_event_buf b;
+		CHECK_OK(rr_writer_append(w, rr_ev_interrupt(&b, 0, NULL,
+				RR__INTERRUPT__KIND__HARD, i), &err), err);
+		if (i % 64 == 32)
+			usleep(3000);
+	}
+	CHECK_OK(rr_writer_close(w, &err), err);
+	rr_reader *r = rr_reader_open(path, &err);
+	CHECK(r, "%s", err.msg);
+	const rr_chunk_info *ch;
+	int64_t nc = rr_reader_chunks(r, &ch, &err);
+	CHECK(nc >= 4, "time-based flush: only %" PRId64 " chunks", nc);
+	rr_reader_close(r);
+	unlink(path);
+}
+
 int main(void)
 {
 	kinds();
+	time_flush();
 	synth_stream(50000, 0);
 	synth_stream(20000, 1);
 	empty_log();
