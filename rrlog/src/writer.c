@@ -1,15 +1,21 @@
 /*
  * run.rr writer.
  *
- * Events are packed (outside the lock, so vCPU threads pack in parallel)
- * into a varint-delimited record, then appended under the writer mutex to
- * the open chunk.  Taking the mutex is what assigns the global index, so
- * the file order is a total order consistent with each thread's program
- * order and with happens-before between threads.  A chunk is compressed
- * and written when it reaches chunk_raw_bytes, when it is older than
- * flush_ms (checked on append), on rr_writer_flush and on close.  Writing
- * whole chunks with one write(2) each is what makes a crashed recording
- * readable up to its last complete chunk.
+ * Events are packed (outside any lock, so vCPU threads pack in parallel)
+ * into a varint-delimited record, then appended under `lock` to the open
+ * chunk.  Taking `lock` is what assigns the global index, so the file
+ * order is a total order consistent with each thread's program order and
+ * with happens-before between threads.
+ *
+ * A chunk is compressed and written when it reaches chunk_raw_bytes, when
+ * it is older than flush_ms (checked on append), on rr_writer_flush and on
+ * close.  The thread that fills a chunk swaps it for an empty buffer, takes
+ * `io_lock` and drops `lock` before compressing: other vCPUs keep
+ * appending during the ~1 ms of zstd instead of stalling on the log.
+ * `io_lock` is always taken while still holding `lock`, so chunks reach
+ * the file in index order; a producer only waits on it when zstd falls
+ * behind (back-pressure).  Writing whole chunks with one write(2) each is
+ * what makes a crashed recording readable up to its last complete chunk.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -17,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,12 +40,9 @@
 #define STACK_PACK_BYTES   512    /* records up to this size avoid malloc */
 
 struct rr_writer {
+	/* lock: the open chunk and the event numbering */
 	pthread_mutex_t lock;
-	int fd;
-	uint64_t file_off;        /* where the next chunk goes */
 	uint64_t n_events;
-
-	/* open chunk */
 	uint8_t *raw;
 	size_t raw_len, raw_cap;
 	uint64_t chunk_first;
@@ -46,19 +50,29 @@ struct rr_writer {
 	uint64_t chunk_born_ns;   /* monotonic time of its first event */
 	uint32_t since_clock;
 
+	/* io_lock: turning full chunks into file bytes (see top of file) */
+	pthread_mutex_t io_lock;
+	int fd;
+	_Atomic uint64_t file_off; /* where the next chunk goes; read in
+	                              error messages without io_lock */
+	uint8_t *spare;           /* empty buffer swapped in for a full one */
+	size_t spare_cap;
 	uint8_t *out;             /* chunk header + compressed payload */
 	size_t out_cap;
 	ZSTD_CCtx *cctx;
-
 	rr_chunk_info *index;
 	size_t n_index, index_cap;
 
+	/* set at open, read-only after */
 	int level;
 	uint32_t chunk_raw_bytes, flush_ms;
 	int fsync;
 
-	/* Once a write fails the file is in an unknown state: refuse more. */
-	int failed;
+	/*
+	 * Once a write fails the file is in an unknown state: refuse more.
+	 * fail_err is written (under io_lock) before failed is set.
+	 */
+	atomic_int failed;
 	rr_error fail_err;
 };
 
@@ -103,43 +117,43 @@ static int fail(rr_writer *w, rr_error *err, const char *what)
 {
 	int e = errno;
 	rr_set_error(&w->fail_err, w->file_off, "%s: %s", what, strerror(e));
-	w->failed = 1;
+	atomic_store(&w->failed, 1);
 	if (err)
 		*err = w->fail_err;
 	return -1;
 }
 
-/* Compress and write the open chunk.  Caller holds the lock. */
-static int flush_locked(rr_writer *w, rr_error *err)
+static int failed_error(rr_writer *w, rr_error *err)
 {
-	if (w->failed) {
-		if (err)
-			*err = w->fail_err;
-		return -1;
-	}
-	if (w->chunk_count == 0)
-		return 0;
+	if (err)
+		*err = w->fail_err;
+	return -1;
+}
 
-	size_t bound = ZSTD_compressBound(w->raw_len);
+/* Compress and write one chunk.  Caller holds io_lock only. */
+static int write_chunk(rr_writer *w, const uint8_t *raw, size_t raw_len,
+		       uint64_t first, uint32_t count, rr_error *err)
+{
+	if (atomic_load(&w->failed))
+		return failed_error(w, err);
+
+	size_t bound = ZSTD_compressBound(raw_len);
 	if (grow(&w->out, &w->out_cap, RR_CHUNK_HDR_LEN + bound))
 		return fail(w, err, "out of memory for chunk");
 	size_t clen = ZSTD_compressCCtx(w->cctx, w->out + RR_CHUNK_HDR_LEN,
-					bound, w->raw, w->raw_len, w->level);
+					bound, raw, raw_len, w->level);
 	if (ZSTD_isError(clen)) {
-		errno = EIO;
 		rr_set_error(&w->fail_err, w->file_off, "zstd: %s",
 			     ZSTD_getErrorName(clen));
-		w->failed = 1;
-		if (err)
-			*err = w->fail_err;
-		return -1;
+		atomic_store(&w->failed, 1);
+		return failed_error(w, err);
 	}
 
 	struct rr_chunk_hdr h = {
 		.kind = RR_CHUNK_EVENTS,
-		.first_index = w->chunk_first,
-		.count = w->chunk_count,
-		.raw_len = (uint32_t)w->raw_len,
+		.first_index = first,
+		.count = count,
+		.raw_len = (uint32_t)raw_len,
 		.comp_len = (uint32_t)clen,
 		.payload_crc = rr_crc32c(0, w->out + RR_CHUNK_HDR_LEN, clen),
 	};
@@ -158,16 +172,42 @@ static int flush_locked(rr_writer *w, rr_error *err)
 		w->index_cap = n;
 	}
 	w->index[w->n_index++] = (rr_chunk_info){
-		.offset = w->file_off, .first_index = w->chunk_first,
-		.count = w->chunk_count, .raw_len = (uint32_t)w->raw_len,
-		.comp_len = (uint32_t)clen,
+		.offset = w->file_off, .first_index = first, .count = count,
+		.raw_len = (uint32_t)raw_len, .comp_len = (uint32_t)clen,
 	};
-
 	w->file_off += RR_CHUNK_HDR_LEN + clen;
-	w->chunk_first += w->chunk_count;
-	w->chunk_count = 0;
-	w->raw_len = 0;
 	return 0;
+}
+
+/*
+ * End the open chunk and write it.  Called with `lock` held; returns with
+ * no lock held.  `lock` is released as soon as the chunk is swapped out.
+ */
+static int flush_unlock(rr_writer *w, rr_error *err)
+{
+	if (w->chunk_count == 0) {
+		pthread_mutex_unlock(&w->lock);
+		return atomic_load(&w->failed) ? failed_error(w, err) : 0;
+	}
+	pthread_mutex_lock(&w->io_lock);
+	uint8_t *raw = w->raw;
+	size_t raw_len = w->raw_len, raw_cap = w->raw_cap;
+	uint64_t first = w->chunk_first;
+	uint32_t count = w->chunk_count;
+	w->raw = w->spare;
+	w->raw_cap = w->spare_cap;
+	w->spare = NULL;
+	w->spare_cap = 0;
+	w->raw_len = 0;
+	w->chunk_first += count;
+	w->chunk_count = 0;
+	pthread_mutex_unlock(&w->lock);
+
+	int ret = write_chunk(w, raw, raw_len, first, count, err);
+	w->spare = raw;
+	w->spare_cap = raw_cap;
+	pthread_mutex_unlock(&w->io_lock);
+	return ret;
 }
 
 rr_writer *rr_writer_open(const char *path, const Rr__Header *hdr,
@@ -189,6 +229,7 @@ rr_writer *rr_writer_open_opts(const char *path, const Rr__Header *hdr,
 		return NULL;
 	}
 	pthread_mutex_init(&w->lock, NULL);
+	pthread_mutex_init(&w->io_lock, NULL);
 	w->fd = -1;
 	/* 0: default; negative: zstd's fast levels (bigger, cheaper). */
 	w->level = o.zstd_level ? o.zstd_level : RR_DEFAULT_ZSTD_LEVEL;
@@ -204,7 +245,8 @@ rr_writer *rr_writer_open_opts(const char *path, const Rr__Header *hdr,
 	w->fsync = o.fsync;
 
 	w->cctx = ZSTD_createCCtx();
-	if (!w->cctx || grow(&w->raw, &w->raw_cap, w->chunk_raw_bytes + 64)) {
+	if (!w->cctx || grow(&w->raw, &w->raw_cap, w->chunk_raw_bytes + 64) ||
+	    grow(&w->spare, &w->spare_cap, w->chunk_raw_bytes + 64)) {
 		rr_set_error(err, 0, "out of memory");
 		goto fail;
 	}
@@ -249,7 +291,9 @@ fail:
 		close(w->fd);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->raw);
+	free(w->spare);
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->io_lock);
 	free(w);
 	return NULL;
 }
@@ -300,17 +344,19 @@ int rr_writer_append_idx(rr_writer *w, const Rr__Event *ev, uint64_t *index,
 	}
 
 	pthread_mutex_lock(&w->lock);
-	if (w->failed) {
-		if (err)
-			*err = w->fail_err;
-		ret = -1;
+	if (atomic_load(&w->failed)) {
+		pthread_mutex_unlock(&w->lock);
+		ret = failed_error(w, err);
 		goto out;
 	}
 	/* A big record that would overflow the chunk starts a new one. */
-	if (w->chunk_count && w->raw_len + n > w->chunk_raw_bytes &&
-	    (ret = flush_locked(w, err)))
-		goto out;
+	if (w->chunk_count && w->raw_len + n > w->chunk_raw_bytes) {
+		if ((ret = flush_unlock(w, err)))
+			goto out;
+		pthread_mutex_lock(&w->lock);
+	}
 	if (grow(&w->raw, &w->raw_cap, w->raw_len + n)) {
+		pthread_mutex_unlock(&w->lock);
 		rr_set_error(err, w->file_off, "out of memory");
 		ret = -1;
 		goto out;
@@ -326,14 +372,17 @@ int rr_writer_append_idx(rr_writer *w, const Rr__Event *ev, uint64_t *index,
 	w->n_events++;
 
 	if (w->raw_len >= w->chunk_raw_bytes) {
-		ret = flush_locked(w, err);
-	} else if (++w->since_clock >= CLOCK_CHECK_EVERY) {
+		ret = flush_unlock(w, err);
+	} else if (++w->since_clock >= CLOCK_CHECK_EVERY &&
+		   mono_ns() - w->chunk_born_ns >= w->flush_ms * 1000000ull) {
 		w->since_clock = 0;
-		if (mono_ns() - w->chunk_born_ns >= w->flush_ms * 1000000ull)
-			ret = flush_locked(w, err);
+		ret = flush_unlock(w, err);
+	} else {
+		if (w->since_clock >= CLOCK_CHECK_EVERY)
+			w->since_clock = 0;
+		pthread_mutex_unlock(&w->lock);
 	}
 out:
-	pthread_mutex_unlock(&w->lock);
 	if (buf != stack)
 		free(buf);
 	return ret;
@@ -356,9 +405,7 @@ int rr_writer_append(rr_writer *w, const Rr__Event *ev, rr_error *err)
 int rr_writer_flush(rr_writer *w, rr_error *err)
 {
 	pthread_mutex_lock(&w->lock);
-	int ret = flush_locked(w, err);
-	pthread_mutex_unlock(&w->lock);
-	return ret;
+	return flush_unlock(w, err);
 }
 
 uint64_t rr_writer_count(rr_writer *w)
@@ -416,21 +463,24 @@ static int write_trailer(rr_writer *w, rr_error *err)
 
 int rr_writer_close(rr_writer *w, rr_error *err)
 {
-	int ret = 0;
+	int ret;
 
 	if (!w)
 		return 0;
 	pthread_mutex_lock(&w->lock);
-	ret = flush_locked(w, err);
+	ret = flush_unlock(w, err);
+	pthread_mutex_lock(&w->io_lock);
 	if (!ret)
 		ret = write_trailer(w, err);
 	if (close(w->fd) && !ret)
 		ret = fail(w, err, "close");
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->io_lock);
 
 	pthread_mutex_destroy(&w->lock);
+	pthread_mutex_destroy(&w->io_lock);
 	ZSTD_freeCCtx(w->cctx);
 	free(w->raw);
+	free(w->spare);
 	free(w->out);
 	free(w->index);
 	free(w);
