@@ -1,0 +1,55 @@
+# replay-vm: deterministic record and replay of multiprocessor VMs.
+#   make demo   record a multi-vCPU VM and replay it, print the verdict
+#   make test   unit + integration tests (installs and builds what is missing)
+PY      ?= /usr/bin/python3
+STAMP   := build/.stamp
+KVER     = $(shell vm-images/kver.sh)
+
+.PHONY: all deps qemu guest workloads image rrlog tools test unit-test integration-test demo clean
+
+all: qemu image tools
+
+# apt + pip installs; quick when everything is already there
+deps: $(STAMP)/deps
+$(STAMP)/deps: ci/deps.sh
+	bash ci/deps.sh
+	@mkdir -p $(STAMP) && touch $@
+
+rrlog: deps
+	$(MAKE) -C rrlog
+
+tools: rrlog
+	$(MAKE) -C replay-tool
+
+# cached outside the tree by (Debian source version, patch-series hash)
+qemu: deps rrlog
+	bash qemu-patches/build.sh build/qemu
+
+guest: deps
+	$(MAKE) -C guest-module KVER=$(KVER)
+
+workloads: deps
+	$(MAKE) -C vm-images/workloads
+
+image: guest workloads
+	bash vm-images/build-image.sh build/image
+
+unit-test: rrlog tools workloads guest
+	$(MAKE) -C rrlog test
+	$(MAKE) -C vm-images/workloads check
+	$(PY) -m pytest -q vm-images/test_vmrun_unit.py
+
+integration-test: qemu image tools
+	$(PY) -m pytest -q -x tests/
+
+test: unit-test integration-test
+
+demo: qemu image tools
+	$(PY) tests/demo.py
+
+clean:
+	rm -rf build
+	-$(MAKE) -C rrlog clean
+	-$(MAKE) -C replay-tool clean
+	-$(MAKE) -C guest-module clean
+	-$(MAKE) -C vm-images/workloads clean

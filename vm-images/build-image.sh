@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the guest: Debian's kernel, a busybox initramfs with the drivers, the
+# replay-vm guest module and the workload programs, and an ext4 data disk.
+# Output is reproducible (fixed mtimes and order), so image hashes in a
+# recording's header stay valid across rebuilds of an unchanged tree.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+out=${1:-$repo/build/image}
+kver=$("$here/kver.sh")
+[ -n "$kver" ] || { echo "build-image: linux-image-amd64 is not installed (run 'make deps')" >&2; exit 1; }
+[ -r "/boot/vmlinuz-$kver" ] || { echo "build-image: /boot/vmlinuz-$kver missing (run 'make deps')" >&2; exit 1; }
+ko=$repo/guest-module/replayvm.ko
+[ -f "$ko" ] || { echo "build-image: $ko missing (run 'make guest')" >&2; exit 1; }
+wl=$repo/vm-images/workloads/bin
+[ -d "$wl" ] || { echo "build-image: $wl missing (run 'make workloads')" >&2; exit 1; }
+
+mkdir -p "$out"
+stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
+root=$stage/root
+mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,data,root,etc,lib/modules,opt/rv/bin}
+cp /bin/busybox "$root/bin/busybox"
+install -m 755 "$here/init" "$root/init"
+echo "root:x:0:0:root:/root:/bin/sh" > "$root/etc/passwd"
+echo "root:x:0:" > "$root/etc/group"
+printf '127.0.0.1 localhost\n10.0.2.2 host\n' > "$root/etc/hosts"
+
+# drivers, in dependency order
+: > "$root/lib/modules/load-order"
+for m in virtio_pci virtio_blk virtio_net ext4; do
+  modprobe -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}'
+done | awk '!seen[$0]++' | while read -r path; do
+  cp "$path" "$root/lib/modules/"
+  basename "$path" >> "$root/lib/modules/load-order"
+done
+
+cp "$ko" "$root/opt/rv/replayvm.ko"
+find "$wl" -maxdepth 1 -type f -perm -u+x -exec cp {} "$root/opt/rv/bin/" \;
+
+find "$root" -exec touch -h -d @0 {} +
+(cd "$root" && find . -print0 | LC_ALL=C sort -z |
+   cpio --null --reproducible -o -H newc --owner 0:0 --quiet) | gzip -9n > "$out/initramfs.cpio.gz"
+cp "/boot/vmlinuz-$kver" "$out/vmlinuz"
+
+# data disk: deterministic pseudo-random files for the disk workloads
+data=$stage/data; mkdir -p "$data/files"
+python3 - "$data/files" <<'PY'
+import hashlib, os, sys
+d = sys.argv[1]
+for i in range(16):
+    blob, seed = b"", b"replay-vm-%d" % i
+    while len(blob) < (64 << 10) * (1 + i % 4):
+        seed = hashlib.sha256(seed).digest(); blob += seed
+    with open(os.path.join(d, "f%02d.bin" % i), "wb") as f:
+        f.write(blob)
+PY
+echo "replay-vm data disk" > "$data/README"
+find "$data" -exec touch -h -d @0 {} +
+rm -f "$out/data.img"
+E2FSPROGS_FAKE_TIME=1 mke2fs -q -t ext4 -d "$data" -U 6e0c1a9e-0000-4000-8000-000000000001 \
+  -E hash_seed=6e0c1a9e-0000-4000-8000-000000000002 -L rvdata "$out/data.img" 32M
+
+echo "$kver" > "$out/KVER"
+(cd "$out" && sha256sum vmlinuz initramfs.cpio.gz data.img > SHA256SUMS)
+echo "build-image: $out ($kver)"

@@ -1,0 +1,192 @@
+"""Boot the replay-vm guest under QEMU, run one command, return its output.
+
+Used by the `vm-images/run` CLI, the integration tests and the record/replay
+front end.  The guest's init (vm-images/init) prints RV-BEGIN, the command's
+output, then RV-EXIT <status>; everything else on the console is boot noise.
+"""
+import base64
+import dataclasses
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IMAGE = os.path.join(REPO, "build", "image")
+QEMU = os.path.join(REPO, "build", "qemu", "qemu-system-x86_64")
+
+# default arguments of each workload: small enough for an emulated guest
+WORKLOADS = {
+    "read": "read -n 5000",
+    "readdir": "readdir -f 100 -n 1000",
+    "ipc": "ipc -n 50000",
+    "socket": "socket -n 20000",
+    "forkwait": "forkwait -n 500",
+    "http": "http -n 1000 -c 10",
+    "racy_counter": "racy_counter -n 5M -a 5000",
+    "racy_kernel": "racy_kernel -n 1000",
+    "tscrand": "tscrand",
+    "diskread": "diskread",
+    "netclient": "netclient",
+}
+
+EXIT_TIMEOUT = 124      # the guest did not finish in time
+EXIT_NO_RESULT = 125    # the guest stopped without reporting a status
+EXIT_SETUP = 126        # missing image/QEMU, bad arguments
+
+
+class SetupError(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class Result:
+    status: int             # workload exit status, or EXIT_TIMEOUT/EXIT_NO_RESULT
+    output: str             # what the command printed (between the markers)
+    console: str            # whole serial console
+    qemu_status: int
+    seconds: float
+    argv: list
+
+
+def hw_kvm_available():
+    """/dev/kvm backed by VMX/SVM (a paravirtual KVM cannot boot our guest)."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = re.search(r"^flags\s*:(.*)$", f.read(), re.M)
+        return bool(flags) and bool({"vmx", "svm"} & set(flags.group(1).split()))
+    except OSError:
+        return False
+
+
+def guest_command(workload=None, args=(), binary=None, cmd=None):
+    if cmd:
+        return cmd
+    if binary:
+        return shlex.join(["/opt/user/" + os.path.basename(binary)] + list(args))
+    if workload:
+        if workload not in WORKLOADS:
+            raise SetupError("unknown workload %r (known: %s)" % (workload, ", ".join(sorted(WORKLOADS))))
+        return shlex.join(WORKLOADS[workload].split() + list(args))
+    return "uname -a"
+
+
+def user_initrd(base, binary, tmpdir):
+    """The base initramfs followed by a second cpio holding the user's program
+    (the kernel unpacks concatenated archives in order)."""
+    if not os.path.isfile(binary):
+        raise SetupError("--binary %s: no such file" % binary)
+    stage = os.path.join(tmpdir, "user")
+    os.makedirs(os.path.join(stage, "opt", "user"))
+    dst = os.path.join(stage, "opt", "user", os.path.basename(binary))
+    shutil.copy(binary, dst)
+    os.chmod(dst, 0o755)
+    extra = os.path.join(tmpdir, "user.cpio")
+    with open(extra, "wb") as f:
+        subprocess.run("find . | sort | cpio -o -H newc --owner 0:0 --quiet", shell=True,
+                       cwd=stage, stdout=f, check=True)
+    out = os.path.join(tmpdir, "initrd")
+    with open(out, "wb") as f:
+        for part in (base, extra):
+            with open(part, "rb") as p:
+                shutil.copyfileobj(p, f)
+            # cpio archives are concatenated on 4-byte boundaries
+            f.write(b"\0" * (-f.tell() % 4))
+    return out
+
+
+def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="uname -a",
+              initrd=None, module=False, net=True, disk=True, extra=(), append_extra=""):
+    for p in (qemu,):
+        if not os.access(p, os.X_OK):
+            raise SetupError("QEMU not built: %s missing (run 'make qemu')" % p)
+    for f in ("vmlinuz", "initramfs.cpio.gz", "data.img"):
+        if not os.path.isfile(os.path.join(image, f)):
+            raise SetupError("guest image incomplete: %s missing (run 'make image')" % os.path.join(image, f))
+    enc = base64.b64encode(command.encode()).decode()
+    append = ("console=ttyS0 loglevel=4 panic=-1 oops=panic nokaslr nopti mitigations=off nmi_watchdog=0 "
+              "tsc=reliable no_timer_check rv.cmd=%s" % enc)
+    if module:
+        append += " rv.module=1"
+    if append_extra:
+        append += " " + append_extra
+    argv = [qemu, "-L", "/usr/share/qemu", "-L", "/usr/share/seabios",
+            "-M", "pc", "-m", str(mem), "-smp", str(vcpus),
+            "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",
+            "-kernel", os.path.join(image, "vmlinuz"),
+            "-initrd", initrd or os.path.join(image, "initramfs.cpio.gz"),
+            "-append", append]
+    if accel == "kvm":
+        argv += ["-accel", "kvm", "-cpu", "host"]
+    else:
+        argv += ["-accel", "tcg,thread=multi", "-cpu", "qemu64,+rdrand"]
+    if disk:
+        argv += ["-drive", "file=%s,if=virtio,format=raw,snapshot=on" % os.path.join(image, "data.img")]
+    if net:
+        argv += ["-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0,romfile="]
+    else:
+        argv += ["-nic", "none"]
+    return argv + list(extra)
+
+
+def parse_console(console):
+    begin = console.find("RV-BEGIN\n")
+    m = None
+    for m in re.finditer(r"^RV-EXIT (\d+)\s*$", console, re.M):
+        pass
+    if begin < 0 or m is None:
+        return None, console[begin + 9:] if begin >= 0 else ""
+    return int(m.group(1)), console[begin + 9:m.start()]
+
+
+def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, accel="auto",
+        serial_log=None, echo=False, **kw):
+    if accel == "auto":
+        accel = "kvm" if hw_kvm_available() else "tcg"
+    command = guest_command(workload, args, binary, cmd)
+    with tempfile.TemporaryDirectory(prefix="rv-run-") as tmp:
+        initrd = None
+        if binary:
+            initrd = user_initrd(os.path.join(kw.get("image", IMAGE), "initramfs.cpio.gz"), binary, tmp)
+        argv = qemu_argv(vcpus=vcpus, accel=accel, command=command, initrd=initrd, **kw)
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+        chunks, timed_out = [], False
+        os.set_blocking(p.stdout.fileno(), False)
+        while True:
+            data = p.stdout.read()
+            if data:
+                chunks.append(data)
+                if echo:
+                    sys.stderr.write(data.decode(errors="replace"))
+                    sys.stderr.flush()
+            if p.poll() is not None:
+                rest = p.stdout.read()
+                if rest:
+                    chunks.append(rest)
+                break
+            if time.monotonic() - t0 > timeout:
+                timed_out = True
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                break
+            time.sleep(0.05)
+        seconds = time.monotonic() - t0
+        console = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+        if serial_log:
+            with open(serial_log, "w") as f:
+                f.write(console)
+        status, output = parse_console(console)
+        if timed_out:
+            status = EXIT_TIMEOUT
+        elif status is None:
+            status = EXIT_NO_RESULT
+        return Result(status, output, console, p.returncode, seconds, argv)
