@@ -17,5 +17,7 @@ int cmd_info(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_edit(int argc, char **argv);
 
 #endif

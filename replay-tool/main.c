@@ -13,6 +13,8 @@ static const struct command commands[] = {
 	{ "dump",   cmd_dump,   "print events (text or JSON lines)" },
 	{ "verify", cmd_verify, "check every checksum, length and the index" },
 	{ "synth",  cmd_synth,  "write a synthetic log (tests, benchmarks)" },
+	{ "edit",   cmd_edit,   "copy a log with one event changed (tests)" },
+	{ "replay", cmd_replay, "rerun a recording and prove it (= --log FILE)" },
 	/* record, replay (--log), experiment: added by their own files */
 };
 
@@ -25,6 +27,7 @@ static void usage(FILE *f)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'replay-vm COMMAND --help' shows a command's options "
 		"and examples.\n\nexamples:\n"
+		"  replay-vm --log run.rr                    # replay, verify\n"
 		"  replay-vm synth /tmp/run.rr --events 1000000\n"
 		"  replay-vm info /tmp/run.rr\n"
 		"  replay-vm dump /tmp/run.rr --from 100 --count 10 --json\n"
@@ -49,6 +52,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
+	/* "replay-vm --log run.rr ..." is the replay command */
+	if (!strcmp(argv[1], "--log") || !strncmp(argv[1], "--log=", 6))
+		return cmd_replay(argc, argv);
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		if (!strcmp(commands[i].name, argv[1]))
 			return commands[i].run(argc - 1, argv + 1);

@@ -2,6 +2,7 @@
  * rrlog throughput benchmark (one thread, one core).
  *
  *   bench_rrlog [--events N] [--levels 1,3,5] [--reps R] [--dir D]
+ *               [--dma PERMILLE] [--no-owned]
  *   bench_rrlog --big GB      memory check: write GB of logical (raw)
  *                             events, then read them back in a child
  *                             process and report its peak RSS
@@ -25,9 +26,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arena.h"
+#include "codec.h"
+#include "format.h"
 #include "rrlog.h"
 #include "rrlog_synth.h"
 
+/*
+ * 65536 events: more than a chunk holds, so zstd never sees the pool
+ * repeat inside one chunk (a small pool would flatter the ratio and speed).
+ * They are unpacked contiguously (pool_alloc) so cycling through them is a
+ * sequential walk, not pointer chasing across the heap.
+ */
 #define POOL 65536
 
 static Rr__Event *pool[POOL];
@@ -45,16 +55,42 @@ static void die(const char *what, const rr_error *err)
 	exit(1);
 }
 
+static uint32_t dma_permille = 10;
+
+static uint8_t *pool_mem;
+static size_t pool_used, pool_cap = 256u << 20;
+
+static void *pool_alloc(void *d, size_t n)
+{
+	(void)d;
+	n = (n + 15) & ~(size_t)15;
+	if (pool_used + n > pool_cap)
+		return NULL;
+	pool_used += n;
+	return pool_mem + pool_used - n;
+}
+
+static void pool_free(void *d, void *p)
+{
+	(void)d;
+	(void)p;
+}
+
 static void make_pool(void)
 {
 	rr_synth s;
+	ProtobufCAllocator a = { pool_alloc, pool_free, NULL };
+	pool_mem = malloc(pool_cap);
 	rr_synth_init(&s, 42, 4);
+	s.dma_permille = dma_permille;
 	for (int i = 0; i < POOL; i++) {
 		const Rr__Event *e = rr_synth_next(&s);
 		size_t len = rr__event__get_packed_size(e);
 		uint8_t *buf = malloc(len + 1);
 		rr__event__pack(e, buf);
-		pool[i] = rr__event__unpack(NULL, len, buf);
+		pool[i] = rr__event__unpack(&a, len, buf);
+		if (!pool[i])
+			die("pool", NULL);
 		free(buf);
 	}
 }
@@ -117,6 +153,77 @@ static double read_log(const char *path, uint64_t n, int owned,
 		*raw += ch[i].raw_len;
 	rr_reader_close(r);
 	return t;
+}
+
+/*
+ * Where the time goes: per-event cost of the record codecs alone (no
+ * zstd, no I/O), fast codec vs protobuf-c, over the same pool.
+ */
+static void codec_costs(void)
+{
+	enum { ROUNDS = 8 };
+	/* Encode into a 1 MiB ring, like the writer's reused chunk buffer;
+	 * everything pre-faulted so page faults are not measured. */
+	size_t cap = 64 << 20, ring = 1 << 20, off = 0, n = 0;
+	uint8_t *buf = malloc(cap);
+	memset(buf, 0, cap);
+	struct rr_arena a;
+	double t0, t_enc, t_pack, t_dec, t_unpack;
+
+	t0 = now();
+	for (int r = 0; r < ROUNDS; r++)
+		for (int i = 0; i < POOL; i++, n++) {
+			if (off + 8192 > ring)
+				off = 0;
+			off += rr_event_encode(pool[i], buf + off);
+		}
+	t_enc = (now() - t0) / n;
+	t0 = now();
+	off = 0;
+	for (int r = 0; r < ROUNDS; r++)
+		for (int i = 0; i < POOL; i++) {
+			if (off + 8192 > ring)
+				off = 0;
+			off += rr__event__pack(pool[i], buf + off);
+		}
+	t_pack = (now() - t0) / n;
+
+	/* One buffer of varint-delimited records, decoded both ways. */
+	off = 0;
+	for (int i = 0; i < POOL; i++) {
+		size_t l = rr__event__get_packed_size(pool[i]);
+		off += rr_varint_encode(buf + off, l);
+		off += rr__event__pack(pool[i], buf + off);
+	}
+	rr_arena_init(&a);
+	Rr__Event *ev;
+	t0 = now();
+	for (int r = 0; r < ROUNDS; r++)
+		for (size_t p = 0; p < off;) {
+			uint64_t l = 0;
+			p += rr_varint_decode(buf + p, buf + off, &l);
+			rr_arena_reset(&a);
+			if (rr_event_decode_fast(buf + p, l, &a.pbc, &ev) != RR_DEC_OK)
+				die("fast decode refused", NULL);
+			p += l;
+		}
+	t_dec = (now() - t0) / n;
+	t0 = now();
+	for (int r = 0; r < ROUNDS; r++)
+		for (size_t p = 0; p < off;) {
+			uint64_t l = 0;
+			p += rr_varint_decode(buf + p, buf + off, &l);
+			rr_arena_reset(&a);
+			if (!rr__event__unpack(&a.pbc, l, buf + p))
+				die("unpack", NULL);
+			p += l;
+		}
+	t_unpack = (now() - t0) / n;
+	rr_arena_destroy(&a);
+	free(buf);
+	printf("codec ns/event: encode %.0f (protobuf-c pack %.0f), decode %.0f "
+	       "(protobuf-c unpack, same arena, %.0f)\n", t_enc * 1e9,
+	       t_pack * 1e9, t_dec * 1e9, t_unpack * 1e9);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -213,6 +320,8 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
 			dir = argv[++i];
+		} else if (!strcmp(argv[i], "--dma") && i + 1 < argc) {
+			dma_permille = (uint32_t)atoi(argv[++i]);
 		} else if (!strcmp(argv[i], "--no-owned")) {
 			owned = 0;
 		} else if (!strcmp(argv[i], "--big") && i + 1 < argc) {
@@ -226,7 +335,8 @@ int main(int argc, char **argv)
 			}
 		} else {
 			fprintf(stderr, "usage: %s [--events N] [--levels 1,3,5] "
-				"[--reps R] [--dir D] | --big GB\n", argv[0]);
+				"[--reps R] [--dir D] [--dma PERMILLE] "
+				"[--no-owned] | --big GB\n", argv[0]);
 			return 2;
 		}
 	}
@@ -236,6 +346,7 @@ int main(int argc, char **argv)
 		reps = 3;
 
 	make_pool();
+	codec_costs();
 	char path[512];
 	snprintf(path, sizeof(path), "%s/bench-%d.rr", dir, (int)getpid());
 
