@@ -2,9 +2,11 @@
  * Thread-safe append: 4 threads append concurrently, each tagging its
  * events with (vcpu = thread, pos.branches = sequence).  Reading back must
  * give every event exactly once and each thread's events in its order.
- * Small chunks force many flushes under contention.
+ * Small chunks force many flushes under contention, and a fifth thread
+ * calls rr_writer_flush in a loop, as a recorder's timer would.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "testlib.h"
 
@@ -12,6 +14,18 @@
 #define PER_THREAD 50000
 
 static rr_writer *w;
+static atomic_int done;
+
+static void *flusher(void *arg)
+{
+	rr_error err = { 0 };
+	(void)arg;
+	while (!atomic_load(&done)) {
+		CHECK_OK(rr_writer_flush(w, &err), err);
+		usleep(200);
+	}
+	return NULL;
+}
 
 static void *worker(void *arg)
 {
@@ -39,15 +53,18 @@ int main(void)
 {
 	const char *path = tmp_path("threads");
 	rr_error err = { 0 };
-	pthread_t th[THREADS];
+	pthread_t th[THREADS], fl;
 	rr_writer_opts o = { .chunk_raw_bytes = 4096 };
 
 	w = rr_writer_open_opts(path, NULL, &o, &err);
 	CHECK(w, "%s", err.msg);
+	pthread_create(&fl, NULL, flusher, NULL);
 	for (uintptr_t t = 0; t < THREADS; t++)
 		pthread_create(&th[t], NULL, worker, (void *)t);
 	for (int t = 0; t < THREADS; t++)
 		pthread_join(th[t], NULL);
+	atomic_store(&done, 1);
+	pthread_join(fl, NULL);
 	CHECK(rr_writer_count(w) == THREADS * PER_THREAD, "count");
 	CHECK_OK(rr_writer_close(w, &err), err);
 
