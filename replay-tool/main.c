@@ -44,7 +44,8 @@ int main(int argc, char **argv)
 	    !strcmp(argv[1], "help")) {
 		if (argc > 2) {
 			/* "replay-vm help dump" == "replay-vm dump --help" */
-			char *hv[] = { argv[2], "--help", NULL };
+			char help[] = "--help";
+			char *hv[] = { argv[2], help, NULL };
 			for (size_t i = 0; i < N_COMMANDS; i++)
 				if (!strcmp(commands[i].name, argv[2]))
 					return commands[i].run(2, hv);

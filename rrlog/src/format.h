@@ -68,6 +68,7 @@ void rr_chunk_hdr_decode(const uint8_t in[RR_CHUNK_HDR_LEN],
 			 struct rr_chunk_hdr *h);
 
 uint32_t rr_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t rr_crc32c_sw(uint32_t crc, const void *buf, size_t len); /* tests */
 
 /* Fill err (if non-NULL) with offset and a printf-style message. */
 __attribute__((format(printf, 3, 4)))

@@ -159,14 +159,17 @@ const Rr__Event *rr_synth_end(rr_synth *s, uint64_t host_ns)
 
 void rr_synth_header(Rr__Header *h, uint32_t n_vcpus)
 {
-	static char *cmdline[] = { "qemu-system-x86_64", "-smp", "4",
-				   "-m", "2048", "-accel", "kvm" };
+	/* protobuf-c string fields are char *; these are never written. */
+	static char *cmdline[] = {
+		(char *)"qemu-system-x86_64", (char *)"-smp", (char *)"4",
+		(char *)"-m", (char *)"2048", (char *)"-accel", (char *)"kvm",
+	};
 	rr__header__init(h);
 	h->n_vcpus = n_vcpus;
 	h->ram_mb = 2048;
-	h->accel = "kvm";
+	h->accel = (char *)"kvm";
 	h->crew_mode = RR__HEADER__CREW_MODE__PAGE;
-	h->qemu_version = "7.2.0 (synthetic)";
+	h->qemu_version = (char *)"7.2.0 (synthetic)";
 	h->n_cmdline = sizeof(cmdline) / sizeof(cmdline[0]);
 	h->cmdline = cmdline;
 	h->start_time_ns = 1700000000000000000ull;
