@@ -92,6 +92,11 @@ uint64_t rr_writer_count(rr_writer *w);
 
 /* ---- reading ---------------------------------------------------------- */
 
+/*
+ * A reader is not thread-safe: use one per thread (they are cheap: one
+ * chunk of buffers each).  Readers never modify the file.
+ */
+
 rr_reader *rr_reader_open(const char *path, rr_error *err);
 
 /* Read a log held in memory; buf must outlive the reader. */
@@ -196,7 +201,7 @@ int rr_event_kind_slot(Rr__Event__BodyCase c);
  */
 typedef struct rr_pos {
 	uint64_t branches, rip, rcx, detpoints, crew_seq;
-} rr_pos;
+} rr_pos;   /* rip unsigned here; Position.rip is sint64 on the wire */
 
 typedef struct rr_event_buf {
 	Rr__Event ev;
@@ -242,6 +247,12 @@ Rr__Event *rr_ev_checkpoint(rr_event_buf *b, uint32_t vcpu, const rr_pos *pos,
 			    uint64_t index, size_t n_vcpus,
 			    Rr__VcpuHash **vcpus, const void *ram_hash,
 			    size_t ram_hash_len, uint64_t host_ns);
+/*
+ * n_events must be the number of events before the End event, i.e.
+ * rr_writer_count() just before appending it (rr_reader_verify checks).
+ * host_ns: host nanoseconds since Header.start_time_ns (gives `info` the
+ * run's duration).
+ */
 Rr__Event *rr_ev_end(rr_event_buf *b, uint32_t vcpu, const rr_pos *pos,
 		     int clean, const char *reason, uint64_t n_events,
 		     uint64_t host_ns);
