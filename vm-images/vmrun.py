@@ -74,7 +74,9 @@ def guest_command(workload=None, args=(), binary=None, cmd=None):
     if workload:
         if workload not in WORKLOADS:
             raise SetupError("unknown workload %r (known: %s)" % (workload, ", ".join(sorted(WORKLOADS))))
-        return shlex.join(WORKLOADS[workload].split() + list(args))
+        # absolute path: "read" is also a shell builtin
+        argv = WORKLOADS[workload].split()
+        return shlex.join(["/opt/rv/bin/" + argv[0]] + argv[1:] + list(args))
     return "uname -a"
 
 
@@ -147,9 +149,18 @@ def parse_console(console):
 
 
 def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, accel="auto",
-        serial_log=None, echo=False, **kw):
+        serial_log=None, echo=False, record=None, **kw):
+    """record=PATH: record the run into PATH (replay it with `replay-vm --log PATH`)."""
     if accel == "auto":
         accel = "kvm" if hw_kvm_available() else "tcg"
+    env = dict(os.environ)
+    if record:
+        if accel != "tcg":
+            raise SetupError("recording runs under TCG (the KVM backend is not built yet)")
+        kw["extra"] = list(kw.get("extra", ())) + ["-rr", "record,log=%s" % os.path.abspath(record)]
+        version = os.path.join(os.path.dirname(kw.get("qemu", QEMU)), "VERSION")
+        if os.path.exists(version):
+            env["RRVM_SERIES"] = open(version).read().strip()
     command = guest_command(workload, args, binary, cmd)
     with tempfile.TemporaryDirectory(prefix="rv-run-") as tmp:
         initrd = None
@@ -158,7 +169,7 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         argv = qemu_argv(vcpus=vcpus, accel=accel, command=command, initrd=initrd, **kw)
         t0 = time.monotonic()
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+                             stderr=subprocess.STDOUT, start_new_session=True, env=env)
         chunks, timed_out = [], False
         os.set_blocking(p.stdout.fileno(), False)
         while True:
