@@ -36,6 +36,7 @@ image: guest workloads
 
 unit-test: rrlog tools workloads guest
 	$(MAKE) -C rrlog test
+	$(MAKE) -C replay-tool test
 	$(MAKE) -C vm-images/workloads check
 	$(PY) -m pytest -q vm-images/test_vmrun_unit.py
 
@@ -45,7 +46,7 @@ integration-test: qemu image tools
 test: unit-test integration-test
 
 demo: qemu image tools
-	$(PY) tests/demo.py
+	DEMO_VCPUS=$(or $(VCPUS),2) $(PY) tests/demo.py
 
 clean:
 	rm -rf build

@@ -12,6 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 out=${1:-$repo/build/qemu}
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 cache=${REPLAY_VM_CACHE:-$HOME/.cache/replay-vm}
 
 ver=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' | sort -V | tail -1)
