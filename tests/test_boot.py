@@ -18,7 +18,7 @@ def result_of(r, name):
 
 @pytest.mark.parametrize("vcpus", [1, 2, 4])
 def test_boot_sees_all_vcpus(vcpus):
-    r = vmrun.run(vcpus=vcpus, cmd="grep -c ^processor /proc/cpuinfo; lsmod | grep -c virtio_blk",
+    r = vmrun.run(vcpus=vcpus, cmd="grep -c ^processor /proc/cpuinfo; lsmod | grep -c '^virtio_blk '",
                   timeout=180, accel="tcg")
     assert r.status == 0, r.console[-3000:]
     lines = r.output.split()
