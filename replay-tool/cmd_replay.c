@@ -42,7 +42,7 @@ static void usage(FILE *f)
 "examples:\n"
 "  replay-vm --log run.rr\n"
 "  replay-vm --log run.rr --qemu build/qemu/qemu-system-x86_64\n"
-"  replay-vm --log run.rr --print-cmd      # show the QEMU command, do not run\n");
+"  replay-vm --log run.rr --print-cmd      # the QEMU command (shell-quoted)\n");
 }
 
 static int file_ok(const char *path)
@@ -107,6 +107,24 @@ static char **replay_argv(const Rr__Header *h, const char *log,
 		return NULL;
 	}
 	return argv;
+}
+
+/* One argument as a POSIX shell reads it back (single quotes if needed). */
+static void print_shell_word(const char *w)
+{
+	if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			 "0123456789_./,=:+-@%") == strlen(w)) {
+		fputs(w, stdout);
+		return;
+	}
+	putchar('\'');
+	for (; *w; w++) {
+		if (*w == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*w);
+	}
+	putchar('\'');
 }
 
 static pid_t child;
@@ -187,8 +205,11 @@ int cmd_replay(int argc, char **argv)
 		return 2;
 	}
 	if (print_only) {
-		for (char **a = qargv; *a; a++)
-			printf("%s%s", a == qargv ? "" : " ", *a);
+		for (char **a = qargv; *a; a++) {
+			if (a != qargv)
+				putchar(' ');
+			print_shell_word(*a);
+		}
 		printf("\n");
 		return 0;
 	}

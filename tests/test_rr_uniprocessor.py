@@ -4,6 +4,7 @@ Each workload is recorded once and replayed three times; every replay must
 finish with QEMU's REPLAY OK verdict (all checkpoint hashes matched) and show
 the same serial output as the recording.  Boot itself (timer calibration,
 random seeding) is inside every recording."""
+import shlex
 import socket
 import subprocess
 import threading
@@ -107,7 +108,8 @@ def test_replay_refuses_a_different_image(tmp_path):
     with open(kernel, "ab") as f:
         f.write(b"\0")
     cmd = subprocess.run([rrtest.REPLAY_VM, "--log", str(log), "--print-cmd"], check=True,
-                         stdout=subprocess.PIPE).stdout.decode().split()
+                         stdout=subprocess.PIPE).stdout.decode()
+    cmd = shlex.split(cmd)
     cmd[cmd.index("-kernel") + 1] = str(kernel)
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     assert p.returncode == 2, p.stderr
