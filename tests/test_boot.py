@@ -81,25 +81,9 @@ def test_user_binary_runs_in_guest(tmp_path):
     assert r.status == 3 and "repro hello" in r.output, r.console[-2000:]
 
 
-def test_network_to_host_service(tmp_path):
-    import socket, threading
+def test_network_to_host_service(host_service):
     payload = bytes(range(256)) * 64
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(4)
-    port = srv.getsockname()[1]
-
-    def serve():
-        try:
-            c, _ = srv.accept()
-            c.recv(4096)
-            c.sendall(payload)
-            c.close()
-        except OSError:
-            pass
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
+    port = host_service(payload)
     r = vmrun.run(vcpus=1, workload="netclient", args=["-h", "10.0.2.2", "-p", str(port)], timeout=180, accel="tcg")
-    srv.close()
     res = result_of(r, "netclient")
     assert int(res["bytes"]) == len(payload), res

@@ -5,9 +5,7 @@ finish with QEMU's REPLAY OK verdict (all checkpoint hashes matched) and show
 the same serial output as the recording.  Boot itself (timer calibration,
 random seeding) is inside every recording."""
 import shlex
-import socket
 import subprocess
-import threading
 
 import pytest
 import rrtest
@@ -41,28 +39,13 @@ def test_nondeterministic_values_are_replayed(tmp_path):
     assert rrtest.results(rrtest.replay(log).output) == rrtest.results(rec.output)
 
 
-def test_network_from_host_service_is_replayed(tmp_path):
+def test_network_from_host_service_is_replayed(tmp_path, host_service):
     """The guest fetches data from a service on the host's loopback; on replay
     the service is gone and the bytes come from the log."""
     payload = bytes((i * 7) & 0xff for i in range(48 * 1024))
-    srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(4)
-    port = srv.getsockname()[1]
-
-    def serve():
-        try:
-            c, _ = srv.accept()
-            c.recv(4096)
-            c.sendall(payload)
-            c.close()
-        except OSError:
-            pass
-    threading.Thread(target=serve, daemon=True).start()
+    port = host_service(payload)
     log = tmp_path / "run.rr"
     rec = rrtest.record(log, workload="netclient", args=["-h", "10.0.2.2", "-p", str(port)])
-    srv.close()
     want = rrtest.results(rec.output)
     assert want and "bytes=%d" % len(payload) in want[0], rec.output
     assert rrtest.results(rrtest.replay(log).output) == want
