@@ -21,6 +21,7 @@
 
 #include "commands.h"
 #include "rrlog.h"
+#include "replay_cmdline.h"
 
 #define EXIT_DIVERGED 3     /* QEMU's RRVM_EXIT_DIVERGED */
 
@@ -50,63 +51,6 @@ static int file_ok(const char *path)
 	struct stat st;
 
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* "user,id=n0,..." -> "hubport,id=n0,hubid=0" */
-static char *sink_netdev(const char *val)
-{
-	const char *id = strstr(val, "id=");
-	size_t n;
-	char *out;
-
-	if (strncmp(val, "user", 4) || !id)
-		return strdup(val);
-	id += 3;
-	n = strcspn(id, ",");
-	out = malloc(n + 32);
-	if (out)
-		snprintf(out, n + 32, "hubport,id=%.*s,hubid=0", (int)n, id);
-	return out;
-}
-
-static char **replay_argv(const Rr__Header *h, const char *log,
-			  const char *qemu, char *why, size_t whylen)
-{
-	char **argv = calloc(h->n_cmdline + 1, sizeof(*argv));
-	int have_rr = 0;
-
-	if (!argv || h->n_cmdline == 0) {
-		snprintf(why, whylen, "the log's header has no QEMU command line");
-		free(argv);
-		return NULL;
-	}
-	for (size_t i = 0; i < h->n_cmdline; i++) {
-		const char *a = h->cmdline[i];
-		const char *prev = i ? h->cmdline[i - 1] : "";
-
-		if (i == 0 && qemu)
-			argv[i] = strdup(qemu);
-		else if (!strcmp(prev, "-rr")) {
-			size_t n = strlen(log) + 16;
-
-			argv[i] = malloc(n);
-			if (argv[i])
-				snprintf(argv[i], n, "replay,log=%s", log);
-			have_rr = 1;
-		} else if (!strcmp(prev, "-netdev"))
-			argv[i] = sink_netdev(a);
-		else
-			argv[i] = strdup(a);
-		if (!argv[i]) {
-			snprintf(why, whylen, "out of memory");
-			return NULL;
-		}
-	}
-	if (!have_rr) {
-		snprintf(why, whylen, "the recorded command line has no -rr option");
-		return NULL;
-	}
-	return argv;
 }
 
 /* One argument as a POSIX shell reads it back (single quotes if needed). */
@@ -185,7 +129,7 @@ int cmd_replay(int argc, char **argv)
 		return 2;
 	}
 	h = rr_reader_header(r);
-	qargv = replay_argv(h, logabs, qemu, why, sizeof(why));
+	qargv = replay_argv(h, logabs, qemu, "", why, sizeof(why));
 	if (!qargv) {
 		fprintf(stderr, "replay-vm: cannot replay %s: %s\n", log, why);
 		return 2;
