@@ -14,6 +14,7 @@ static const struct command commands[] = {
 	{ "verify", cmd_verify, "check every checksum, length and the index" },
 	{ "synth",  cmd_synth,  "write a synthetic log (tests, benchmarks)" },
 	{ "edit",   cmd_edit,   "copy a log with one event changed (tests)" },
+	{ "crew-stats", cmd_crew_stats, "CREW transfers: rate, pages, false-sharing estimate" },
 	{ "replay", cmd_replay, "rerun a recording and prove it (= --log FILE)" },
 	/* record, replay (--log), experiment: added by their own files */
 };
