@@ -45,6 +45,12 @@ integration-test: qemu image tools
 
 test: unit-test integration-test
 
+# make test plus the 4-vCPU record/replay runs of every workload
+# (tests/test_rr_smp.py; the default suite runs a 4-vCPU subset)
+.PHONY: test-full
+test-full:
+	REPLAYVM_FULL=1 $(MAKE) test
+
 demo: qemu image tools
 	DEMO_VCPUS=$(or $(VCPUS),2) $(PY) tests/demo.py
 
