@@ -1,25 +1,150 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * replay-vm guest module.
+ * replay-vm guest module: kernel dynamic binary translator (BTKernel,
+ * thesis ch.3) for x86-64 Linux 6.1.
  *
- * Placeholder for the kernel dynamic binary translator (BTKernel design) and
- * byte-granular CREW: today it only proves that a module built against the
- * headers of exactly the image's kernel loads, reports itself and unloads.
+ * Load with dbt=1 to switch every CPU's kernel execution into translated
+ * code (syscall entry and shadow IDT); unload switches back (3.7).
+ * selftest=1 runs the decoder over the whole kernel text first.
  */
 #include <linux/module.h>
 #include <linux/kernel.h>
 #include <linux/cpumask.h>
 #include <linux/utsname.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task_stack.h>
+#include <linux/delay.h>
+#include "rv.h"
+
+static bool dbt;
+module_param(dbt, bool, 0444);
+MODULE_PARM_DESC(dbt, "run the kernel from the code cache (identity translation)");
+static bool selftest;
+module_param(selftest, bool, 0444);
+MODULE_PARM_DESC(selftest, "decode the whole kernel text at load and report coverage");
+
+static bool stack_refs(struct task_struct *t, unsigned long mlo, unsigned long mhi)
+{
+	unsigned long *p, *end, sp;
+	void *stack = try_get_task_stack(t);
+	bool hit = false;
+
+	if (!stack)
+		return false;
+	sp = t->thread.sp;
+	end = (unsigned long *)((u8 *)stack + THREAD_SIZE);
+	p = (unsigned long *)sp;
+	if (sp < (unsigned long)stack || sp >= (unsigned long)end)
+		p = stack;
+	for (; p < end; p++) {
+		unsigned long w = READ_ONCE(*p);
+
+		if (rv_in_cache(w) || (w >= mlo && w < mhi)) {
+			hit = true;
+			break;
+		}
+	}
+	rv_k.put_task_stack(t);
+	return hit;
+}
+
+/*
+ * After switch-off nothing new enters the cache, and code still running in
+ * it leaves at its next return / indirect branch / unchained exit.  Tasks
+ * sleeping with a code-cache (or module) address on their kernel stack —
+ * only possible for interrupt frames, since calls push native return
+ * addresses — keep the cache alive: wait for them, and leave the cache
+ * allocated if they do not go away.
+ */
+static bool wait_cache_idle(void)
+{
+	unsigned long mlo = (unsigned long)THIS_MODULE->core_layout.base;
+	unsigned long mhi = mlo + THIS_MODULE->core_layout.text_size;
+	struct task_struct *g, *t;
+	int tries;
+
+	synchronize_rcu();
+	for (tries = 0; tries < 100; tries++) {
+		bool busy = false;
+
+		rcu_read_lock();
+		for_each_process_thread(g, t) {
+			if (t == current || READ_ONCE(t->on_cpu))
+				continue;
+			if (stack_refs(t, mlo, mhi)) {
+				busy = true;
+				if (tries == 99)
+					pr_warn(RV_PR "task %d (%s) still refers to the code cache\n",
+						t->pid, t->comm);
+				break;
+			}
+		}
+		rcu_read_unlock();
+		if (!busy)
+			return true;
+		msleep(20);
+	}
+	return false;
+}
 
 static int __init replayvm_init(void)
 {
+	int ret;
+
 	pr_info("replayvm: loaded on %s, %u cpus online\n",
 		init_utsname()->release, num_online_cpus());
+	ret = rv_ksyms_init();
+	if (ret)
+		return ret;
+	ret = rv_stats_init();
+	if (ret)
+		return ret;
+	if (selftest)
+		rv_selftest_decode();
+	if (!dbt)
+		return 0;
+
+	ret = rv_translate_init();
+	if (ret)
+		goto out_stats;
+	ret = rv_cache_create();
+	if (ret)
+		goto out_tr;
+	ret = rv_stubs_build();
+	if (ret)
+		goto out_cache;
+	ret = rv_coherence_init();
+	if (ret)
+		goto out_coh;
+	ret = rv_entry_on();
+	if (ret)
+		goto out_coh;
+	pr_info(RV_PR "translation on: %lu blocks, %lu bytes of code cache\n",
+		rv_nblocks(), rv_cache->used);
 	return 0;
+
+out_coh:
+	rv_coherence_exit();
+out_cache:
+	rv_cache_destroy(false);
+out_tr:
+	rv_translate_exit();
+out_stats:
+	rv_stats_exit();
+	return ret;
 }
 
 static void __exit replayvm_exit(void)
 {
+	if (dbt && rv_cache) {
+		rv_entry_off();
+		rv_coherence_exit();
+		pr_info(RV_PR "translation off: %lu blocks, %lu bytes of code cache\n",
+			rv_nblocks(), rv_cache->used);
+		rv_cache_destroy(!wait_cache_idle());
+		rv_translate_exit();
+	}
+	rv_stats_exit();
 	pr_info("replayvm: unloaded\n");
 }
 

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The code cache.  It must sit within +-2 GB of the kernel text so that
+ * RIP-relative operands and rel32 branches of translated code still reach
+ * their targets: it is allocated from the module area with the kernel's
+ * module_alloc() and made executable.  The fast lookup table lives next to
+ * it (addressed with absolute 32-bit displacements by the lookup stub).
+ */
+#include <linux/kernel.h>
+#include <linux/vmalloc.h>
+#include <linux/slab.h>
+#include "rv.h"
+#include "emit.h"
+
+struct rv_cache *rv_cache;
+static int (*set_memory_nx_p)(unsigned long addr, int numpages);
+
+int rv_cache_create(void)
+{
+	unsigned long ft = 2 * RV_FT_SIZE * sizeof(u64);
+	unsigned long size = RV_CACHE_SIZE + ft;
+	struct rv_cache *c;
+	u8 *mem;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	mem = rv_k.module_alloc(size);
+	if (!mem) {
+		kfree(c);
+		return -ENOMEM;
+	}
+	memset(mem, 0xcc, RV_CACHE_SIZE);
+	memset(mem + RV_CACHE_SIZE, 0, ft);
+	rv_k.set_memory_x((unsigned long)mem, RV_CACHE_SIZE >> PAGE_SHIFT);
+	set_memory_nx_p = (void *)rv_ksym("set_memory_nx");
+
+	c->alloc_base = mem;
+	c->alloc_size = size;
+	c->base = mem;
+	c->size = RV_CACHE_SIZE;
+	c->ft_keys = (u64 *)(mem + RV_CACHE_SIZE);
+	c->ft_vals = c->ft_keys + RV_FT_SIZE;
+	rv_cache = c;
+
+	pr_info(RV_PR "code cache %px..%px (%lu KiB), text %px..%px, max distance %ld MiB\n",
+		mem, mem + size, size >> 10, (void *)rv_k.stext, (void *)rv_k.etext,
+		(long)((unsigned long)mem + size - rv_k.stext) >> 20);
+	if (!rv_fits32((long)(unsigned long)mem + size - (long)rv_k.stext) ||
+	    !rv_fits32((long)(unsigned long)mem) || !rv_fits32((long)(unsigned long)mem + size)) {
+		pr_err(RV_PR "code cache out of rel32 reach of the kernel text\n");
+		rv_cache_destroy(false);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+void rv_cache_destroy(bool leak)
+{
+	struct rv_cache *c = rv_cache;
+
+	if (!c)
+		return;
+	rv_cache = NULL;
+	if (leak) {
+		pr_warn(RV_PR "code cache %px still in use: left allocated\n", c->base);
+		return;
+	}
+	if (set_memory_nx_p)
+		set_memory_nx_p((unsigned long)c->alloc_base, RV_CACHE_SIZE >> PAGE_SHIFT);
+	vfree(c->alloc_base);
+	kfree(c);
+}
+
+/* arena allocation; caller holds rv_lock (or is single-threaded setup) */
+void *rv_cache_alloc(unsigned long size, unsigned long align)
+{
+	struct rv_cache *c = rv_cache;
+	unsigned long off = ALIGN(c->used, align);
+
+	if (off + size > c->size)
+		return NULL;
+	c->used = off + size;
+	return c->base + off;
+}
+
+void rv_text_write(void *dst, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+}

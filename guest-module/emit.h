@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* A few x86-64 encodings the translator and the stub generator emit. */
+#ifndef RV_EMIT_H
+#define RV_EMIT_H
+#include <linux/string.h>
+
+struct rv_emit {
+	u8 *p;
+};
+
+static inline void e_u8(struct rv_emit *e, u8 b) { *e->p++ = b; }
+static inline void e_u32(struct rv_emit *e, u32 v) { memcpy(e->p, &v, 4); e->p += 4; }
+static inline void e_u64(struct rv_emit *e, u64 v) { memcpy(e->p, &v, 8); e->p += 8; }
+static inline void e_bytes(struct rv_emit *e, const void *b, int n) { memcpy(e->p, b, n); e->p += n; }
+
+static inline bool rv_fits32(long v) { return v == (long)(s32)v; }
+
+/* rel32 from the end of a 4-byte field at @field to @target */
+static inline s32 rv_rel32(const u8 *field, unsigned long target)
+{
+	return (s32)(target - ((unsigned long)field + 4));
+}
+
+static inline void e_nop5(struct rv_emit *e)
+{
+	static const u8 nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	e_bytes(e, nop5, 5);
+}
+
+/* pad with one-byte nops until (p + off) is 4-byte aligned */
+static inline void e_align_field(struct rv_emit *e, int off)
+{
+	while (((unsigned long)e->p + off) & 3)
+		e_u8(e, 0x90);
+}
+
+/* jmp rel32; returns the address of the rel32 field */
+static inline u8 *e_jmp(struct rv_emit *e, unsigned long target)
+{
+	u8 *f;
+
+	e_u8(e, 0xe9);
+	f = e->p;
+	e_u32(e, rv_rel32(f, target));
+	return f;
+}
+
+static inline u8 *e_call(struct rv_emit *e, unsigned long target)
+{
+	u8 *f;
+
+	e_u8(e, 0xe8);
+	f = e->p;
+	e_u32(e, rv_rel32(f, target));
+	return f;
+}
+
+/* push $imm32 (sign-extended: kernel text and module addresses fit) */
+static inline void e_push_imm(struct rv_emit *e, unsigned long v)
+{
+	e_u8(e, 0x68);
+	e_u32(e, (u32)v);
+}
+
+/* lock incq abs32 */
+static inline void e_lock_inc(struct rv_emit *e, u64 *ctr)
+{
+	static const u8 op[] = { 0xf0, 0x48, 0xff, 0x04, 0x25 };
+	e_bytes(e, op, 5);
+	e_u32(e, (u32)(unsigned long)ctr);
+}
+
+/* push/pop of the caller-saved registers (C ABI) minus rax */
+static inline void e_push_scratch(struct rv_emit *e)
+{
+	static const u8 op[] = { 0x51, 0x52, 0x56, 0x57, 0x41, 0x50, 0x41, 0x51,
+				 0x41, 0x52, 0x41, 0x53 };
+	e_bytes(e, op, sizeof(op));
+}
+
+static inline void e_pop_scratch(struct rv_emit *e)
+{
+	static const u8 op[] = { 0x41, 0x5b, 0x41, 0x5a, 0x41, 0x59, 0x41, 0x58,
+				 0x5f, 0x5e, 0x5a, 0x59 };
+	e_bytes(e, op, sizeof(op));
+}
+#endif

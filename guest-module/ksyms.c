@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Kernel symbols the translator needs that 6.1 does not export to modules:
+ * kallsyms_lookup_name is found with the usual kprobe trick. */
+#include <linux/kprobes.h>
+#include <linux/kernel.h>
+#include "rv.h"
+
+struct rv_kfuncs rv_k;
+static unsigned long (*kln)(const char *name);
+
+unsigned long rv_ksym(const char *name)
+{
+	unsigned long a = kln ? kln(name) : 0;
+
+	if (!a)
+		pr_err(RV_PR "symbol %s not found\n", name);
+	return a;
+}
+
+int rv_ksyms_init(void)
+{
+	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
+	int ret = register_kprobe(&kp);
+
+	if (ret < 0)
+		return ret;
+	kln = (void *)kp.addr;
+	unregister_kprobe(&kp);
+	if (!kln)
+		return -ENOENT;
+
+	rv_k.insn_decode = (void *)rv_ksym("insn_decode");
+	rv_k.module_alloc = (void *)rv_ksym("module_alloc");
+	rv_k.set_memory_x = (void *)rv_ksym("set_memory_x");
+	rv_k.stext = rv_ksym("_stext");
+	rv_k.etext = rv_ksym("_etext");
+	rv_k.entry_syscall_64 = rv_ksym("entry_SYSCALL_64");
+	rv_k.module_text_address = (void *)rv_ksym("__module_text_address");
+	rv_k.put_task_stack = (void *)rv_ksym("put_task_stack");
+	if (!rv_k.insn_decode || !rv_k.module_alloc || !rv_k.set_memory_x ||
+	    !rv_k.stext || !rv_k.etext || !rv_k.entry_syscall_64 ||
+	    !rv_k.module_text_address || !rv_k.put_task_stack)
+		return -ENOENT;
+	return 0;
+}

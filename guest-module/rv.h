@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * replay-vm guest module: kernel dynamic binary translator (BTKernel design,
+ * thesis ch.3) for x86-64 Linux 6.1.  Shared declarations.
+ */
+#ifndef RV_H
+#define RV_H
+
+#include <linux/types.h>
+#include <linux/percpu.h>
+#include <linux/atomic.h>
+#include <asm/insn.h>
+
+struct module;
+struct task_struct;
+
+#define RV_PR "replayvm: "
+
+/* ---- kernel symbols not exported to modules (ksyms.c) ---- */
+int rv_ksyms_init(void);
+unsigned long rv_ksym(const char *name);
+
+struct rv_kfuncs {
+	int (*insn_decode)(struct insn *insn, const void *kaddr, int buf_len,
+			   enum insn_mode m);
+	void *(*module_alloc)(unsigned long size);
+	int (*set_memory_x)(unsigned long addr, int numpages);
+	unsigned long stext, etext;
+	unsigned long entry_syscall_64;
+	struct module *(*module_text_address)(unsigned long addr);
+	void (*put_task_stack)(struct task_struct *tsk);
+};
+extern struct rv_kfuncs rv_k;
+
+/* ---- decoder (decode.c): the kernel's own x86 decoder ---- */
+int rv_decode(struct insn *insn, unsigned long pc);
+int rv_selftest_decode(void);
+
+/* ---- code cache (cache.c) ---- */
+#define RV_CACHE_SIZE	(8UL << 20)	/* translated code + stubs */
+#define RV_FT_BITS	16		/* fast lookup table, direct mapped */
+#define RV_FT_SIZE	(1UL << RV_FT_BITS)
+
+struct rv_cache {
+	u8 *base;		/* code arena (module area: within +-2 GB of text) */
+	unsigned long size;
+	unsigned long used;	/* bump pointer, under rv_lock */
+	u64 *ft_keys;		/* fast table: native address -> translated */
+	u64 *ft_vals;		/* (absolute disp32 addressable) */
+	void *alloc_base;	/* what module_alloc returned */
+	unsigned long alloc_size;
+	/* addresses of the shared stubs inside the arena */
+	unsigned long ind_stub, ind_slow, chain_miss;
+	unsigned long ind_off, ind_slow_off, chain_off; /* off-mode targets */
+};
+extern struct rv_cache *rv_cache;
+
+int rv_cache_create(void);
+void rv_cache_destroy(bool leak);
+void *rv_cache_alloc(unsigned long size, unsigned long align);
+static inline bool rv_in_cache(unsigned long a)
+{
+	return rv_cache && a - (unsigned long)rv_cache->base < rv_cache->size;
+}
+void rv_text_write(void *dst, const void *src, size_t len);
+
+/* ---- blocks and translation (translate.c, dispatch.c) ---- */
+#define RV_MAX_INSNS	32
+#define RV_MAX_BLOCKS	(96 * 1024)
+
+struct rv_block {
+	unsigned long native;		/* native start */
+	unsigned long nlo, nhi;		/* native bytes covered (jmps followed) */
+	unsigned long cache;		/* translated entry */
+	u32 native_len;
+	u32 cache_len;			/* body + exit stubs */
+	struct rv_block *next;		/* hash chain */
+	u8 ninsn;
+	u8 dead;
+	struct { u16 coff; s32 noff; } map[RV_MAX_INSNS]; /* per insn: cache, native offset */
+};
+
+struct rv_stats {
+	u64 blocks, dispatch, chains, native_exits, fallbacks, cache_full;
+	u64 fixups, fixup_miss, invalidations, inval_blocks;
+};
+DECLARE_PER_CPU(struct rv_stats, rv_pcpu_stats);
+#define rv_stat_inc(f) this_cpu_inc(rv_pcpu_stats.f)
+
+/* entry counters, incremented by generated stubs (lock inc, absolute) */
+struct rv_entry_counts {
+	u64 syscalls;		/* syscall instruction, 64-bit (LSTAR) */
+	u64 exceptions;		/* IDT vectors 0..31 via shadow IDT */
+	u64 interrupts;		/* IDT vectors 32..255 via shadow IDT */
+	u64 samp_trans;		/* interrupts that hit kernel in translated code */
+	u64 samp_native;	/* interrupts that hit kernel in native code */
+	u64 samp_user;		/* interrupts that hit user mode */
+};
+extern struct rv_entry_counts rv_entries;
+
+int rv_translate_init(void);
+void rv_translate_exit(void);
+unsigned long rv_lookup_or_translate(unsigned long target);
+bool rv_translatable(unsigned long pc);
+unsigned long rv_cache_to_native(unsigned long ip);
+void rv_invalidate_range(unsigned long start, unsigned long end);
+unsigned long rv_nblocks(void);
+extern bool rv_active;
+extern atomic64_t rv_fixups, rv_fixup_miss;
+
+/* C entry points called by generated stubs */
+unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret);
+void rv_fix_exc_frame(unsigned long *frame, int errcode);
+
+/* ---- emitters / stubs (stubs.c) ---- */
+int rv_stubs_build(void);
+void rv_stubs_off(void);
+unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
+				unsigned long handler_tr);
+unsigned long rv_emit_syscall_stub(unsigned long entry_tr);
+
+/* ---- entry interposition (entry.c) ---- */
+int rv_entry_on(void);
+void rv_entry_off(void);
+
+/* ---- coherence: text_poke, modules (coherence.c) ---- */
+int rv_coherence_init(void);
+void rv_coherence_exit(void);
+
+/* ---- stats (stats.c) ---- */
+int rv_stats_init(void);
+void rv_stats_exit(void);
+extern unsigned long rv_selftest_insns, rv_selftest_bad;
+
+#endif

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+/* /proc/replayvm: translator statistics (one "name value" per line). */
+#include <linux/kernel.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include "rv.h"
+
+static u64 sum(size_t off)
+{
+	u64 s = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		s += *(u64 *)((u8 *)per_cpu_ptr(&rv_pcpu_stats, cpu) + off);
+	return s;
+}
+
+#define S(f) sum(offsetof(struct rv_stats, f))
+
+static int rv_show(struct seq_file *m, void *v)
+{
+	u64 st = READ_ONCE(rv_entries.samp_trans), sn = READ_ONCE(rv_entries.samp_native);
+
+	seq_printf(m, "active %d\n", READ_ONCE(rv_active));
+	seq_printf(m, "blocks %lu\n", rv_nblocks());
+	seq_printf(m, "cache_bytes %lu\n", rv_cache ? rv_cache->used : 0);
+	seq_printf(m, "dispatch %llu\n", S(dispatch));
+	seq_printf(m, "chains %llu\n", S(chains));
+	seq_printf(m, "native_exits %llu\n", S(native_exits));
+	seq_printf(m, "fallback_sites %llu\n", S(fallbacks));
+	seq_printf(m, "cache_full %llu\n", S(cache_full));
+	seq_printf(m, "exc_rip_fixups %llu\n", (u64)atomic64_read(&rv_fixups));
+	seq_printf(m, "exc_rip_unmapped %llu\n", (u64)atomic64_read(&rv_fixup_miss));
+	seq_printf(m, "invalidations %llu\n", S(invalidations));
+	seq_printf(m, "invalidated_blocks %llu\n", S(inval_blocks));
+	seq_printf(m, "entries_syscall %llu\n", READ_ONCE(rv_entries.syscalls));
+	seq_printf(m, "entries_exception %llu\n", READ_ONCE(rv_entries.exceptions));
+	seq_printf(m, "entries_interrupt %llu\n", READ_ONCE(rv_entries.interrupts));
+	seq_printf(m, "entries_translated %llu\n", READ_ONCE(rv_entries.syscalls) +
+		   READ_ONCE(rv_entries.exceptions) + READ_ONCE(rv_entries.interrupts));
+	seq_printf(m, "samples_kernel_translated %llu\n", st);
+	seq_printf(m, "samples_kernel_native %llu\n", sn);
+	seq_printf(m, "samples_user %llu\n", READ_ONCE(rv_entries.samp_user));
+	seq_printf(m, "kernel_time_translated_pct %llu\n", st + sn ? 100 * st / (st + sn) : 0);
+	seq_printf(m, "selftest_insns %lu\n", rv_selftest_insns);
+	seq_printf(m, "selftest_undecodable %lu\n", rv_selftest_bad);
+	return 0;
+}
+
+int rv_stats_init(void)
+{
+	return proc_create_single("replayvm", 0444, NULL, rv_show) ? 0 : -ENOMEM;
+}
+
+void rv_stats_exit(void)
+{
+	remove_proc_entry("replayvm", NULL);
+}

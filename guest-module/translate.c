@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Block translator: identity translation of one native basic block into the
+ * code cache (thesis 3.2-3.5).
+ *
+ *  - ordinary instructions are copied; RIP-relative operands get their
+ *    displacement recomputed for the new address;
+ *  - direct jmp/jcc end the block with rel32 branches to per-exit stubs
+ *    (push $target; call chain_miss) that the dispatcher later patches to
+ *    jump straight to the translated target (block chaining);
+ *  - call pushes the *native* return address and jumps to the callee's
+ *    translation: stack contents stay native, so unwinders, exception
+ *    tables, __builtin_return_address and the kernel's own return-address
+ *    tricks keep working (3.5);
+ *  - ret and indirect jmp/call go through ind_stub (jumptable lookup);
+ *  - instructions that must run at their native address (int3 from kprobes
+ *    and text_poke_bp, ud2 of BUG/WARN, loop/jrcxz, far transfers, ...)
+ *    end the block with a jump to native code.
+ *
+ * Every block starts with a 5-byte nop: invalidating a block (text_poke)
+ * turns it into a jump back to the dispatcher with one atomic store.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/vmalloc.h>
+#include <linux/spinlock.h>
+#include <linux/hash.h>
+#include "rv.h"
+#include "emit.h"
+
+#define HASH_BITS 16
+static struct rv_block **hash;
+static struct rv_block *blocks;
+static unsigned long nblocks;
+static DEFINE_RAW_SPINLOCK(rv_lock);
+DEFINE_PER_CPU(struct rv_stats, rv_pcpu_stats);
+bool rv_active;
+atomic64_t rv_fixups, rv_fixup_miss;
+
+unsigned long rv_nblocks(void)
+{
+	return READ_ONCE(nblocks);
+}
+
+static inline unsigned int hfn(unsigned long a)
+{
+	return hash_long(a, HASH_BITS);
+}
+
+bool rv_translatable(unsigned long pc)
+{
+	struct module *mod;
+	bool ok = false;
+
+	if (pc >= rv_k.stext && pc < rv_k.etext)
+		return true;
+	preempt_disable();
+	mod = rv_k.module_text_address(pc);
+	if (mod && mod != THIS_MODULE &&
+	    (mod->state == MODULE_STATE_LIVE || mod->state == MODULE_STATE_COMING) &&
+	    pc >= (unsigned long)mod->core_layout.base &&
+	    pc < (unsigned long)mod->core_layout.base + mod->core_layout.text_size)
+		ok = true;
+	preempt_enable();
+	return ok;
+}
+
+static struct rv_block *lookup(unsigned long pc)
+{
+	struct rv_block *b;
+
+	for (b = smp_load_acquire(&hash[hfn(pc)]); b; b = READ_ONCE(b->next))
+		if (b->native == pc && !READ_ONCE(b->dead))
+			return b;
+	return NULL;
+}
+
+struct exit {
+	u8 *field;		/* rel32 to patch */
+	unsigned long target;
+};
+
+static bool uses_rsp(struct insn *insn)
+{
+	u8 modrm = insn->modrm.bytes[0];
+	u8 rex = insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
+
+	if (X86_MODRM_MOD(modrm) == 3)
+		return X86_MODRM_RM(modrm) == 4 && !X86_REX_B(rex);
+	if (X86_MODRM_RM(modrm) == 4)	/* SIB */
+		return X86_SIB_BASE(insn->sib.bytes[0]) == 4 && !X86_REX_B(rex);
+	return false;
+}
+
+static bool rip_relative(struct insn *insn)
+{
+	u8 modrm = insn->modrm.bytes[0];
+
+	return insn->modrm.nbytes && X86_MODRM_MOD(modrm) == 0 &&
+	       X86_MODRM_RM(modrm) == 5;
+}
+
+/* copy @insn from @pc to e->p, fixing a RIP-relative displacement */
+static bool copy_insn(struct rv_emit *e, struct insn *insn, unsigned long pc)
+{
+	u8 *out = e->p;
+
+	memcpy(out, (void *)pc, insn->length);
+	if (rip_relative(insn)) {
+		int off = insn_offset_displacement(insn);
+		unsigned long tgt = pc + insn->length + insn->displacement.value;
+		long disp = (long)tgt - (long)((unsigned long)out + insn->length);
+
+		if (!rv_fits32(disp))
+			return false;
+		*(s32 *)(out + off) = (s32)disp;
+	}
+	e->p += insn->length;
+	return true;
+}
+
+static void native_exit(struct rv_emit *e, unsigned long pc)
+{
+	e_push_imm(e, pc);
+	e_u8(e, 0xc3);
+}
+
+/* jmp rel32 with its field 4-byte aligned, recorded as an exit */
+static void jmp_exit(struct rv_emit *e, struct exit *x, int *nx, unsigned long tgt)
+{
+	e_align_field(e, 1);
+	x[*nx].field = e_jmp(e, 0);
+	x[(*nx)++].target = tgt;
+}
+
+static void jcc_exit(struct rv_emit *e, struct exit *x, int *nx, int cc, unsigned long tgt)
+{
+	e_align_field(e, 2);
+	e_u8(e, 0x0f);
+	e_u8(e, 0x80 | cc);
+	x[*nx].field = e->p;
+	e_u32(e, 0);
+	x[(*nx)++].target = tgt;
+}
+
+/* rel32 target for an exit: existing translation, the native code, or a stub */
+static void link_exit(struct rv_emit *e, struct exit *x)
+{
+	struct rv_block *t = lookup(x->target);
+	unsigned long dst;
+	u8 *stub;
+
+	if (t) {
+		dst = t->cache;
+	} else if (!rv_translatable(x->target)) {
+		dst = x->target;
+	} else {
+		e->p = PTR_ALIGN(e->p, 16);
+		stub = e->p;
+		e_push_imm(e, x->target);
+		e_call(e, rv_cache->chain_miss);
+		memset(e->p, 0xcc, 6);
+		e->p += 6;
+		e_u64(e, (u64)(unsigned long)x->field);
+		dst = (unsigned long)stub;
+	}
+	*(s32 *)x->field = rv_rel32(x->field, dst);
+}
+
+#define BLOCK_MAX_BYTES (RV_MAX_INSNS * 24 + 2 * 32 + 64)
+
+/* translate the block at @pc; rv_lock held */
+static struct rv_block *translate(unsigned long pc0)
+{
+	struct rv_block *b;
+	struct exit x[2];
+	struct rv_emit e;
+	struct insn insn;
+	unsigned long pc = pc0;
+	u8 *start;
+	int nx = 0, i, follows = 0;
+	unsigned long nlo = pc0, nhi = pc0 + 1;
+	bool done = false;
+
+	if (nblocks >= RV_MAX_BLOCKS)
+		return NULL;
+	start = rv_cache_alloc(BLOCK_MAX_BYTES, 8);
+	if (!start)
+		return NULL;
+	b = &blocks[nblocks];
+	memset(b, 0, sizeof(*b));
+	e.p = start;
+	e_nop5(&e);
+
+	for (i = 0; i < RV_MAX_INSNS && !done; i++) {
+		u8 op0, op1, reg;
+		unsigned long next, tgt;
+
+		b->map[i].coff = e.p - start;
+		b->map[i].noff = pc - pc0;
+		nlo = min(nlo, pc);
+		nhi = max(nhi, pc + MAX_INSN_SIZE);
+		b->ninsn = i + 1;
+		if (rv_decode(&insn, pc)) {
+			native_exit(&e, pc);
+			rv_stat_inc(fallbacks);
+			break;
+		}
+		next = pc + insn.length;
+		op0 = insn.opcode.bytes[0];
+		op1 = insn.opcode.nbytes > 1 ? insn.opcode.bytes[1] : 0;
+		reg = insn.modrm.nbytes ? X86_MODRM_REG(insn.modrm.bytes[0]) : 0;
+		tgt = next + insn.immediate.value;
+
+		switch (op0) {
+		case 0xe8:				/* call rel32 */
+			e_push_imm(&e, next);
+			jmp_exit(&e, x, &nx, tgt);
+			done = true;
+			break;
+		case 0xe9: case 0xeb:			/* jmp rel */
+			/* follow it (also keeps the syscall entry's first block,
+			 * which runs on the user stack, free of exit stubs) */
+			if (follows < 4 && rv_translatable(tgt) &&
+			    tgt - pc0 + 0x7fff0000UL < 0xfffe0000UL) {
+				follows++;
+				pc = tgt;
+				continue;
+			}
+			jmp_exit(&e, x, &nx, tgt);
+			done = true;
+			break;
+		case 0x70 ... 0x7f:			/* jcc rel8 */
+			jcc_exit(&e, x, &nx, op0 & 0xf, tgt);
+			jmp_exit(&e, x, &nx, next);
+			done = true;
+			break;
+		case 0xc3:				/* ret */
+			e_jmp(&e, rv_cache->ind_stub);
+			done = true;
+			break;
+		case 0xcf:				/* iret: leaves via the frame */
+			copy_insn(&e, &insn, pc);
+			done = true;
+			break;
+		case 0xff:
+			if (reg == 2 || reg == 4) {	/* call/jmp *r/m */
+				u8 *modrm;
+
+				if (uses_rsp(&insn)) {
+					native_exit(&e, pc);
+					rv_stat_inc(fallbacks);
+					done = true;
+					break;
+				}
+				if (reg == 2)
+					e_push_imm(&e, next);
+				modrm = e.p + (insn.prefixes.nbytes + insn.rex_prefix.nbytes +
+					       insn.opcode.nbytes);
+				if (!copy_insn(&e, &insn, pc))
+					goto bad;
+				*modrm = (*modrm & ~0x38) | (6 << 3);	/* -> push r/m */
+				e_jmp(&e, rv_cache->ind_stub);
+				done = true;
+				break;
+			}
+			if (reg == 3 || reg == 5)
+				goto fallback;
+			goto copy;
+		case 0xe0 ... 0xe3:			/* loop, jrcxz */
+		case 0xc2: case 0xca: case 0xcb:	/* ret imm, far ret */
+		case 0xcc: case 0xcd: case 0xce: case 0xf1: /* int3, int, into, int1 */
+		case 0xea: case 0x9a:
+			goto fallback;
+		case 0xc7:
+			if (insn.modrm.bytes[0] == 0xf8)	/* xbegin */
+				goto fallback;
+			goto copy;
+		case 0x0f:
+			if (op1 >= 0x80 && op1 <= 0x8f) {	/* jcc rel32 */
+				jcc_exit(&e, x, &nx, op1 & 0xf, tgt);
+				jmp_exit(&e, x, &nx, next);
+				done = true;
+				break;
+			}
+			if (op1 == 0x0b || op1 == 0xb9 || op1 == 0xff ||	/* ud2/ud1/ud0 */
+			    op1 == 0x05 || op1 == 0x34 || op1 == 0x35)		/* syscall/sysenter/sysexit */
+				goto fallback;
+			if (op1 == 0x07) {			/* sysret */
+				copy_insn(&e, &insn, pc);
+				done = true;
+				break;
+			}
+			goto copy;
+		default:
+copy:
+			if (!copy_insn(&e, &insn, pc))
+				goto bad;
+			break;
+		}
+		pc = next;
+		continue;
+bad:
+		e.p = start + b->map[i].coff;
+fallback:
+		native_exit(&e, pc);
+		rv_stat_inc(fallbacks);
+		done = true;
+	}
+	if (!done)
+		jmp_exit(&e, x, &nx, pc);
+
+	b->native = pc0;
+	/* conservative: also covers an instruction left to run natively */
+	b->nlo = nlo;
+	b->nhi = max(nhi, pc + MAX_INSN_SIZE);
+	b->native_len = b->nhi - pc0;
+	b->cache = (unsigned long)start;
+	for (i = 0; i < nx; i++)
+		link_exit(&e, &x[i]);
+	b->cache_len = e.p - start;
+	BUG_ON(b->cache_len > BLOCK_MAX_BYTES);
+	/* give back the unused tail of the reservation */
+	rv_cache->used = (unsigned long)e.p - (unsigned long)rv_cache->base;
+
+	b->next = hash[hfn(pc0)];
+	smp_store_release(&nblocks, nblocks + 1);
+	smp_store_release(&hash[hfn(pc0)], b);
+	rv_stat_inc(blocks);
+	return b;
+}
+
+static struct rv_block *get_block(unsigned long pc)
+{
+	struct rv_block *b = lookup(pc);
+	unsigned long flags;
+
+	if (b)
+		return b;
+	raw_spin_lock_irqsave(&rv_lock, flags);
+	b = lookup(pc);
+	if (!b) {
+		b = translate(pc);
+		if (!b)
+			rv_stat_inc(cache_full);
+	}
+	raw_spin_unlock_irqrestore(&rv_lock, flags);
+	return b;
+}
+
+unsigned long rv_lookup_or_translate(unsigned long target)
+{
+	struct rv_block *b;
+
+	if (rv_in_cache(target))
+		return target;
+	if (!rv_translatable(target)) {
+		rv_stat_inc(native_exits);
+		return target;
+	}
+	b = get_block(target);
+	return b ? b->cache : target;
+}
+
+/*
+ * The dispatcher (called from ind_slow and chain_miss): translate on first
+ * use, fill the fast table, chain the direct branch that got us here.
+ */
+unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret)
+{
+	unsigned long dest = rv_lookup_or_translate(target), flags;
+	struct rv_cache *c = rv_cache;
+	unsigned int i = target & (RV_FT_SIZE - 1);
+
+	rv_stat_inc(dispatch);
+	if (dest != target) {
+		u64 k = READ_ONCE(c->ft_keys[i]);
+
+		if (k == target) {
+			WRITE_ONCE(c->ft_vals[i], dest);
+		} else if (!k) {
+			raw_spin_lock_irqsave(&rv_lock, flags);
+			if (!c->ft_keys[i]) {
+				WRITE_ONCE(c->ft_vals[i], dest);
+				smp_store_release(&c->ft_keys[i], target);
+			}
+			raw_spin_unlock_irqrestore(&rv_lock, flags);
+		}
+	}
+	if (stub_ret) {
+		s32 *field = (s32 *)*(u64 *)(stub_ret + 6);
+
+		if (rv_fits32((long)dest - (long)((unsigned long)field + 4))) {
+			WRITE_ONCE(*field, rv_rel32((u8 *)field, dest));
+			rv_stat_inc(chains);
+		}
+	}
+	return dest;
+}
+
+/* code-cache rip -> native rip (instruction granular), 0 if unknown */
+unsigned long rv_cache_to_native(unsigned long ip)
+{
+	unsigned long lo = 0, hi = smp_load_acquire(&nblocks), off;
+	struct rv_block *b;
+	int i;
+
+	while (lo < hi) {
+		unsigned long mid = (lo + hi) / 2;
+
+		if (blocks[mid].cache <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	b = &blocks[lo - 1];
+	off = ip - b->cache;
+	if (off >= b->cache_len)
+		return 0;
+	for (i = b->ninsn - 1; i >= 0; i--)
+		if (b->map[i].coff <= off)
+			return b->native + b->map[i].noff;
+	return 0;
+}
+
+void rv_fix_exc_frame(unsigned long *frame, int errcode)
+{
+	unsigned long *rip = &frame[errcode ? 1 : 0];
+	unsigned long n = rv_cache_to_native(*rip);
+
+	/* may run with the user's gs (e.g. a faulting iret): no per-cpu data */
+	if (n) {
+		*rip = n;
+		atomic64_inc(&rv_fixups);
+	} else {
+		atomic64_inc(&rv_fixup_miss);
+	}
+}
+
+/* text_poke / module unload: drop translations overlapping [start, end) */
+void rv_invalidate_range(unsigned long start, unsigned long end)
+{
+	unsigned long flags, i, n;
+	struct rv_emit e;
+
+	if (!rv_cache)
+		return;
+	raw_spin_lock_irqsave(&rv_lock, flags);
+	n = nblocks;
+	for (i = 0; i < n; i++) {
+		struct rv_block *b = &blocks[i], **pp;
+		u8 *stub;
+		u64 q;
+
+		if (b->dead || b->nlo >= end || b->nhi <= start)
+			continue;
+		WRITE_ONCE(b->dead, 1);
+		for (pp = &hash[hfn(b->native)]; *pp; pp = &(*pp)->next)
+			if (*pp == b) {
+				WRITE_ONCE(*pp, b->next);
+				break;
+			}
+		/* entry nop5 -> jmp to "push $native; jmp ind_slow" */
+		stub = rv_cache_alloc(16, 16);
+		q = READ_ONCE(*(u64 *)b->cache);
+		if (stub) {
+			e.p = stub;
+			e_push_imm(&e, b->native);
+			e_jmp(&e, rv_cache->ind_slow);
+			((u8 *)&q)[0] = 0xe9;
+			*(s32 *)((u8 *)&q + 1) = (s32)((unsigned long)stub - (b->cache + 5));
+		} else {
+			((u8 *)&q)[0] = 0xe9;
+			*(s32 *)((u8 *)&q + 1) = (s32)(b->native - (b->cache + 5));
+		}
+		WRITE_ONCE(*(u64 *)b->cache, q);
+		rv_stat_inc(inval_blocks);
+	}
+	rv_stat_inc(invalidations);
+	raw_spin_unlock_irqrestore(&rv_lock, flags);
+}
+
+int rv_translate_init(void)
+{
+	hash = vzalloc(sizeof(*hash) << HASH_BITS);
+	blocks = vzalloc(sizeof(*blocks) * RV_MAX_BLOCKS);
+	if (!hash || !blocks) {
+		vfree(hash);
+		vfree(blocks);
+		return -ENOMEM;
+	}
+	nblocks = 0;
+	return 0;
+}
+
+void rv_translate_exit(void)
+{
+	vfree(hash);
+	vfree(blocks);
+	hash = NULL;
+	blocks = NULL;
+}
