@@ -112,6 +112,10 @@ class Libvirtd:
         raise AssertionError("domain %s not '%s' after %d s (it is '%s')" % (
             name, state, timeout, self.state(name)))
 
+    def qemu_pid(self, name):
+        with open(os.path.join(self.root, "run", "qemu", name + ".pid")) as f:
+            return int(f.read())
+
     def qemu_log(self, name):
         """What libvirt saved of the domain's QEMU (command line, stderr)."""
         try:

@@ -8,6 +8,7 @@ with `virsh shutdown` (ACPI power button, the guest powers off) or with
 and `replay-vm --log run.rr` replays it to the recorded result."""
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ import make_domain  # noqa: E402
 
 RACY = "/opt/rv/bin/racy_counter -t 2 -n 1M -a 5000 | tail -1"
 # one RESULT line per round; the test destroys the domain after the first
-RACY_ROUNDS = "for i in 1 2 3 4 5 6 7 8; do %s; done" % RACY
+RACY_ROUNDS = "for i in $(seq 30); do %s; done" % RACY
 
 
 def wait_console(path, pattern, timeout, dom=None, lv=None):
@@ -152,4 +153,27 @@ def test_virsh_destroy_mid_workload_keeps_what_was_logged(libvirtd, tmp_path):  
     if "stopped from the host" in rp.stderr:
         # SIGTERM ended the recording cleanly: nothing the guest printed is missing
         assert replayed == recorded
+    lv.virsh("undefine", name)
+
+
+def test_qemu_killed_mid_workload_replays_up_to_the_cut(libvirtd, tmp_path):  # noqa: F811
+    """SIGKILL (libvirt's escalation when SIGTERM does not end QEMU in time,
+    or a host crash): the log is cut, at most the last 200 ms are lost, and
+    the replay runs to the cut and says so."""
+    lv, name = libvirtd, "rv-kill"
+    log, console = define_and_start(lv, tmp_path, name, RACY_ROUNDS, idle=False)
+    wait_console(console, r"^RESULT ", 240, name, lv)
+    time.sleep(1)       # past the periodic flush of the first RESULT's events
+    os.kill(lv.qemu_pid(name), signal.SIGKILL)
+    lv.wait_state(name, "shut off", 30)
+    text = open(console, errors="replace").read().replace("\r\n", "\n")
+    assert "RV-EXIT" not in text, "the workload ended before the kill"
+    recorded = rrtest.results(text)
+
+    rc, out = verify(log)
+    assert rc == 0 or "truncated" in out, out
+    rp = replay(log)
+    replayed = rrtest.results(rp.output)
+    assert replayed and replayed == recorded[:len(replayed)], (replayed, recorded)
+    assert re.search(r"cut at byte|stopped from the host", rp.stderr), rp.stderr[-2000:]
     lv.virsh("undefine", name)
