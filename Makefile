@@ -5,7 +5,7 @@ PY      ?= /usr/bin/python3
 STAMP   := build/.stamp
 KVER     = $(shell vm-images/kver.sh)
 
-.PHONY: all deps qemu guest workloads image rrlog tools test unit-test integration-test demo clean
+.PHONY: all deps qemu guest workloads image symbols rrlog tools test unit-test integration-test demo clean
 
 all: qemu image tools
 
@@ -34,13 +34,18 @@ workloads: deps
 image: guest workloads
 	bash vm-images/build-image.sh build/image
 
+# kernel text symbols for gdb on a replay (boots the image once)
+symbols: build/image/kallsyms.elf
+build/image/kallsyms.elf: build/image/vmlinuz build/image/initramfs.cpio.gz vm-images/kallsyms_elf.py | qemu
+	$(PY) vm-images/kallsyms_elf.py
+
 unit-test: rrlog tools workloads guest
 	$(MAKE) -C rrlog test
 	$(MAKE) -C replay-tool test
 	$(MAKE) -C vm-images/workloads check
 	$(PY) -m pytest -q vm-images/test_vmrun_unit.py
 
-integration-test: qemu image tools
+integration-test: qemu image tools symbols
 	$(PY) -m pytest -q -x tests/
 
 test: unit-test integration-test

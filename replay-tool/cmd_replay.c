@@ -9,6 +9,7 @@
  * every checkpoint; this command reports its verdict.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,26 +23,44 @@
 #include "commands.h"
 #include "rrlog.h"
 #include "replay_cmdline.h"
+#include "progress.h"
 
 #define EXIT_DIVERGED 3     /* QEMU's RRVM_EXIT_DIVERGED */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: replay-vm --log run.rr [--qemu PATH] [--timeout SECONDS] [--print-cmd]\n"
+"usage: replay-vm --log run.rr [--until EVENT] [--gdb PORT] [--qemu PATH]\n"
+"                 [--timeout SECONDS] [--no-progress] [--print-cmd]\n"
 "       replay-vm replay --log run.rr ...\n"
 "\n"
 "Reruns a recording from power-on with every input taken from the log and\n"
 "checks the register and RAM hashes at each checkpoint.  The guest's serial\n"
-"console is shown as it runs.\n"
+"console is shown as it runs; on a terminal a progress bar shows events/s\n"
+"and the time left (plain progress lines every 5 s otherwise).\n"
 "\n"
-"Exit status: 0 the replay matched the recording (up to its end, or up to\n"
-"the cut of a recording that was killed); 3 it diverged (the report names\n"
-"the event, the position, and what was expected and found); 2 the log or\n"
-"the images are unusable; 1 any other failure.\n"
+"  --until EVENT   stop before event number EVENT (see 'replay-vm dump'):\n"
+"                  every vCPU holds still at its first event numbered EVENT\n"
+"                  or more, the same point on every replay.  Alone, the\n"
+"                  replay then ends with its verdict so far.\n"
+"  --gdb PORT      expose QEMU's gdb stub on tcp PORT.  The VM waits for gdb\n"
+"                  before its first instruction; with --until it pauses at\n"
+"                  the until point for gdb (continue from there runs on to\n"
+"                  the end).  Kernel symbols for gdb: build/image/kallsyms.elf\n"
+"                  (see README, 'Debugging a replay').\n"
+"  --timeout S     kill the replay after S seconds (exit 1)\n"
+"  --print-cmd     print the QEMU command line (shell-quoted) and exit\n"
+"\n"
+"Exit status: 0 the replay matched the recording (up to its end, up to the\n"
+"cut of a recording that was killed, or up to --until); 3 it diverged (the\n"
+"report names the event, the vCPU, the expected and the found position);\n"
+"2 the log or the images are unusable; 1 any other failure.\n"
 "\n"
 "examples:\n"
 "  replay-vm --log run.rr\n"
+"  replay-vm --log run.rr --until 120000             # verdict up to #120000\n"
+"  replay-vm --log run.rr --gdb 1234 --until 120000  # then, elsewhere:\n"
+"      gdb -ex 'target remote :1234' build/image/kallsyms.elf\n"
 "  replay-vm --log run.rr --qemu build/qemu/qemu-system-x86_64\n"
 "  replay-vm --log run.rr --print-cmd      # the QEMU command (shell-quoted)\n");
 }
@@ -80,34 +99,107 @@ static void on_alarm(int sig)
 		kill(child, SIGKILL);
 }
 
+/* argv with the gdb stub options added after the binary */
+static char **with_gdb(char **qargv, const char *port)
+{
+	size_t n = 0;
+	char **out;
+
+	while (qargv[n])
+		n++;
+	out = calloc(n + 4, sizeof(*out));
+	if (!out)
+		return NULL;
+	out[0] = qargv[0];
+	out[1] = "-gdb";
+	if (asprintf(&out[2], "tcp::%s", port) < 0)
+		return NULL;
+	out[3] = "-S";
+	memcpy(out + 4, qargv + 1, n * sizeof(*out));
+	return out;
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return *s && !*end && !errno && *s != '-';
+}
+
+/* Forward QEMU's messages, turning its progress lines into our display. */
+static int watch_qemu(FILE *errf, struct progress *pg, int show_progress)
+{
+	char line[1024];
+	int matched = 0;
+
+	while (fgets(line, sizeof(line), errf)) {
+		uint64_t n;
+
+		if (sscanf(line, "replay-vm: progress %" SCNu64, &n) == 1) {
+			if (show_progress)
+				progress_update(pg, n);
+			continue;
+		}
+		progress_clear(pg);
+		fputs(line, stderr);
+		if (strstr(line, "replay-vm: REPLAY OK"))
+			matched = 1;
+	}
+	progress_clear(pg);
+	return matched;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "log", required_argument, NULL, 'l' },
 		{ "qemu", required_argument, NULL, 'q' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "until", required_argument, NULL, 'u' },
+		{ "gdb", required_argument, NULL, 'g' },
+		{ "no-progress", no_argument, NULL, 'n' },
 		{ "print-cmd", no_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *log = NULL, *qemu = NULL;
+	const char *log = NULL, *qemu = NULL, *gdb = NULL;
+	uint64_t until = UINT64_MAX, port;
 	unsigned timeout = 0;
-	int print_only = 0, c, status;
-	char logabs[4096], why[256];
+	int print_only = 0, show_progress = 1, c, status;
+	char logabs[4096], why[256], rr_extra[96] = "";
 	const Rr__Header *h;
 	rr_reader *r;
 	rr_error err;
 	char **qargv;
-	char line[1024];
-	int errp[2], matched = 0;
+	int errp[2], matched;
+	int64_t total;
+	struct progress pg;
 	FILE *errf;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "l:q:t:ph", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "l:q:t:u:g:nph", opts, NULL)) != -1) {
 		switch (c) {
 		case 'l': log = optarg; break;
 		case 'q': qemu = optarg; break;
 		case 't': timeout = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'u':
+			if (!parse_u64(optarg, &until)) {
+				fprintf(stderr, "replay-vm: --until wants an event "
+					"number, not '%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case 'g':
+			if (!parse_u64(optarg, &port) || !port || port > 65535) {
+				fprintf(stderr, "replay-vm: --gdb wants a TCP port "
+					"(1-65535), not '%s'\n", optarg);
+				return 1;
+			}
+			gdb = optarg;
+			break;
+		case 'n': show_progress = 0; break;
 		case 'p': print_only = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 1;
@@ -129,7 +221,24 @@ int cmd_replay(int argc, char **argv)
 		return 2;
 	}
 	h = rr_reader_header(r);
-	qargv = replay_argv(h, logabs, qemu, "", why, sizeof(why));
+	total = rr_reader_count(r, &err);
+	if (total < 0) {
+		fprintf(stderr, "replay-vm: %s: %s (at byte %llu)\n", log,
+			err.msg, (unsigned long long)err.offset);
+		return 2;
+	}
+	if (until != UINT64_MAX && until >= (uint64_t)total) {
+		fprintf(stderr, "replay-vm: --until %" PRIu64 ": %s has only "
+			"%" PRId64 " events (0 to %" PRId64 ")\n", until, log,
+			total, total - 1);
+		return 1;
+	}
+	if (until != UINT64_MAX)
+		snprintf(rr_extra, sizeof(rr_extra), ",until=%" PRIu64 "%s",
+			 until, gdb ? ",pause=on" : "");
+	if (show_progress && !print_only && !gdb)
+		strcat(rr_extra, ",progress=on");
+	qargv = replay_argv(h, logabs, qemu, rr_extra, why, sizeof(why));
 	if (!qargv) {
 		fprintf(stderr, "replay-vm: cannot replay %s: %s\n", log, why);
 		return 2;
@@ -148,6 +257,10 @@ int cmd_replay(int argc, char **argv)
 			"'make qemu' or pass --qemu PATH\n", qargv[0]);
 		return 2;
 	}
+	if (gdb && !(qargv = with_gdb(qargv, gdb))) {
+		fprintf(stderr, "replay-vm: out of memory\n");
+		return 1;
+	}
 	if (print_only) {
 		for (char **a = qargv; *a; a++) {
 			if (a != qargv)
@@ -158,6 +271,10 @@ int cmd_replay(int argc, char **argv)
 		return 0;
 	}
 	rr_reader_close(r);
+	if (gdb)
+		fprintf(stderr, "replay-vm: waiting for gdb on port %s; the VM "
+			"starts when gdb continues:\n  gdb -ex 'target remote "
+			":%s'\n", gdb, gdb);
 
 	fflush(NULL);
 	if (pipe(errp)) {
@@ -181,14 +298,10 @@ int cmd_replay(int argc, char **argv)
 		signal(SIGALRM, on_alarm);
 		alarm(timeout);
 	}
-	/* forward QEMU's messages, watching for its verdict */
 	close(errp[1]);
 	errf = fdopen(errp[0], "r");
-	while (errf && fgets(line, sizeof(line), errf)) {
-		fputs(line, stderr);
-		if (strstr(line, "replay-vm: REPLAY OK"))
-			matched = 1;
-	}
+	progress_init(&pg, stderr, isatty(2), (uint64_t)total);
+	matched = errf ? watch_qemu(errf, &pg, show_progress) : 0;
 	if (errf)
 		fclose(errf);
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)

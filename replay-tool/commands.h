@@ -19,6 +19,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_edit(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 int cmd_crew_stats(int argc, char **argv);
 
 #endif

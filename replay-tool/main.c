@@ -16,7 +16,7 @@ static const struct command commands[] = {
 	{ "edit",   cmd_edit,   "copy a log with one event changed (tests)" },
 	{ "crew-stats", cmd_crew_stats, "CREW transfers: rate, pages, false-sharing estimate" },
 	{ "replay", cmd_replay, "rerun a recording and prove it (= --log FILE)" },
-	/* record, replay (--log), experiment: added by their own files */
+	{ "record", cmd_record, "record a run of the guest image (no libvirt)" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -28,7 +28,9 @@ static void usage(FILE *f)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\n'replay-vm COMMAND --help' shows a command's options "
 		"and examples.\n\nexamples:\n"
+		"  replay-vm record --log run.rr --vcpus 2 --workload racy_counter\n"
 		"  replay-vm --log run.rr                    # replay, verify\n"
+		"  replay-vm --log run.rr --until 50000 --gdb 1234\n"
 		"  replay-vm synth /tmp/run.rr --events 1000000\n"
 		"  replay-vm info /tmp/run.rr\n"
 		"  replay-vm dump /tmp/run.rr --from 100 --count 10 --json\n"

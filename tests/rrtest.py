@@ -61,3 +61,17 @@ def find_event(log, pattern, limit=2000000):
         p.kill()
         p.wait()
     return None
+
+
+def crew_stats(log):
+    """`replay-vm crew-stats --json` of a log: CREW transfers, rate, false-sharing estimate."""
+    import json
+    out = subprocess.run([REPLAY_VM, "crew-stats", str(log), "--json", "--top", "0"],
+                         check=True, stdout=subprocess.PIPE).stdout.decode()
+    return json.loads(out)
+
+
+def info_events(log):
+    """Number of events in a log (replay-vm info)."""
+    out = subprocess.run([REPLAY_VM, "info", str(log)], check=True, stdout=subprocess.PIPE).stdout.decode()
+    return int(re.search(r"^events: (\d+)", out, re.M).group(1))

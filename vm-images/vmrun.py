@@ -149,15 +149,20 @@ def parse_console(console):
 
 
 def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, accel="auto",
-        serial_log=None, echo=False, record=None, **kw):
-    """record=PATH: record the run into PATH (replay it with `replay-vm --log PATH`)."""
+        serial_log=None, echo=False, record=None, crew=None, **kw):
+    """record=PATH: record the run into PATH (replay it with `replay-vm --log PATH`);
+    crew: the CREW mode of a multi-vCPU recording ("page"; "byte" is refused by QEMU
+    until the guest module provides it)."""
     if accel == "auto":
         accel = "kvm" if hw_kvm_available() else "tcg"
     env = dict(os.environ)
     if record:
         if accel != "tcg":
             raise SetupError("recording runs under TCG (the KVM backend is not built yet)")
-        kw["extra"] = list(kw.get("extra", ())) + ["-rr", "record,log=%s" % os.path.abspath(record)]
+        rr = "record,log=%s" % os.path.abspath(record)
+        if crew:
+            rr += ",crew=%s" % crew
+        kw["extra"] = list(kw.get("extra", ())) + ["-rr", rr]
         version = os.path.join(os.path.dirname(kw.get("qemu", QEMU)), "VERSION")
         if os.path.exists(version):
             env["RRVM_SERIES"] = open(version).read().strip()

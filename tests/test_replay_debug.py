@@ -1,0 +1,178 @@
+"""Issue 8: replaying to debug -- --until, gdb on a replay, recordings stopped
+from the host.
+
+A 2-vCPU recording is replayed with --until (every vCPU must hold still at
+the same positions on every replay), then under gdb: a breakpoint on a
+kernel function (by name, from build/image/kallsyms.elf), hit for the 21st
+time on vCPU 1, shows the same registers and stack on two replays, and the
+replay still matches the recording after gdb lets it run on.  Recordings
+ended by SIGTERM (what virsh destroy sends first) and SIGKILL replay up to
+where they stop and say so."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+import rrtest
+import vmrun
+
+SYMS = os.path.join(vmrun.IMAGE, "kallsyms.elf")
+STOPPED = re.compile(r"replay-vm:   vcpu \d+ at \(.*\)")
+
+
+@pytest.fixture(scope="module")
+def smp_log(tmp_path_factory):
+    log = tmp_path_factory.mktemp("dbg") / "run.rr"
+    rrtest.record(log, vcpus=2, cmd="/opt/rv/bin/read -n 2000 | tail -1", timeout=600)
+    return log
+
+
+def _until(log, n):
+    p = subprocess.run([rrtest.REPLAY_VM, "--log", str(log), "--until", str(n), "--timeout", "600"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=660)
+    err = p.stderr.decode()
+    assert p.returncode == 0, err[-3000:]
+    assert "STOPPED before event #%d as asked" % n in err
+    return STOPPED.findall(err)
+
+
+def test_until_stops_every_vcpu_at_the_same_place_each_time(smp_log):
+    n = int(rrtest.info_events(smp_log) * 0.6)
+    first = _until(smp_log, n)
+    assert len(first) == 2, first
+    assert _until(smp_log, n) == first
+
+
+def test_until_past_the_end_is_refused(smp_log):
+    p = subprocess.run([rrtest.REPLAY_VM, "--log", str(smp_log), "--until", "999999999"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    assert p.returncode == 1 and b"has only" in p.stderr
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _gdb_session(log, commands, until=None):
+    """Replay under gdb; returns (gdb output, replay stderr, replay status)."""
+    port = _free_port()
+    argv = [rrtest.REPLAY_VM, "--log", str(log), "--gdb", str(port), "--timeout", "600"]
+    if until is not None:
+        argv += ["--until", str(until)]
+    rp = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):            # the stub listens once QEMU is up
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        ex = ["set pagination off", "target remote :%d" % port] + commands
+        g = subprocess.run(["gdb", "-batch", "-nx"] + sum([["-ex", c] for c in ex], []) + [SYMS],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+        err = rp.communicate(timeout=600)[1].decode()
+    finally:
+        if rp.poll() is None:
+            rp.kill()
+    return g.stdout.decode(), err, rp.returncode
+
+
+REGS = re.compile(r"^(rip|rsp|rdi|rsi|rdx|rcx|rax)\s+(0x[0-9a-f]+)", re.M)
+STACK = re.compile(r"^0x[0-9a-f]+:\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)", re.M)
+
+
+def test_gdb_breaks_on_a_kernel_function_with_the_same_registers_twice(smp_log):
+    cmds = ["break vfs_read if $_thread == 2", "ignore 1 20", "continue",
+            "info registers rip rsp rdi rsi rdx", "x/2gx $rsp", "delete", "continue"]
+    seen = []
+    for _ in range(2):
+        out, err, status = _gdb_session(smp_log, cmds)
+        assert "Thread 2 hit Breakpoint 1" in out and "in vfs_read" in out, out[-2000:]
+        regs = REGS.findall(out)
+        assert [r for r, _ in regs] == ["rip", "rsp", "rdi", "rsi", "rdx"], out[-2000:]
+        seen.append((regs, STACK.findall(out)))
+        # gdb let it run on: the replay still matches the recording
+        assert status == 0 and "REPLAY OK" in err, err[-2000:]
+    assert seen[0] == seen[1]
+    assert seen[0][1], "no stack words read"
+
+
+def test_gdb_at_the_until_point_sees_the_same_vcpus_twice(smp_log):
+    n = int(rrtest.info_events(smp_log) * 0.5)
+    cmds = ["continue", "thread 1", "info registers rip rsp rcx", "thread 2",
+            "info registers rip rsp rcx", "continue"]
+    seen = []
+    for _ in range(2):
+        out, err, status = _gdb_session(smp_log, cmds, until=n)
+        assert "STOPPED before event #%d" % n in err, err[-2000:]
+        assert status == 0 and "REPLAY OK" in err, err[-2000:]
+        regs = REGS.findall(out)
+        assert len(regs) == 6, out[-2000:]
+        seen.append(regs)
+    assert seen[0] == seen[1]
+
+
+def _record_and_kill(log, sig, after_line):
+    """Record until the console shows after_line, then send sig to QEMU."""
+    argv = vmrun.qemu_argv(vcpus=2, command="/opt/rv/bin/racy_counter -n 500M -a 0 | tail -1",
+                           extra=["-rr", "record,log=%s" % log])
+    q = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = b""
+    deadline = time.monotonic() + 300
+    try:
+        while after_line not in seen and time.monotonic() < deadline:
+            chunk = q.stdout.read1(4096)
+            if not chunk:
+                break
+            seen += chunk
+        assert after_line in seen, seen[-2000:]
+        time.sleep(2)
+        q.send_signal(sig)
+        q.communicate(timeout=120)
+    finally:
+        if q.poll() is None:
+            q.kill()
+
+
+def test_sigterm_ends_the_recording_and_replay_says_it_was_stopped(tmp_path):
+    log = tmp_path / "run.rr"
+    _record_and_kill(log, signal.SIGTERM, b"RV-BEGIN")
+    v = subprocess.run([rrtest.REPLAY_VM, "verify", str(log)], stdout=subprocess.PIPE)
+    assert v.returncode == 0
+    rp = rrtest.replay(log, timeout=600)
+    assert "stopped from the host by a signal" in rp.stderr and "replay reached it" in rp.stderr
+    assert "RESULT" not in rp.stdout       # stopped mid-workload
+
+
+def test_sigkill_loses_at_most_the_last_flush(tmp_path):
+    log = tmp_path / "run.rr"
+    _record_and_kill(log, signal.SIGKILL, b"RV-BEGIN")
+    # the flusher wrote the chunks of the last 2 s of a busy guest
+    assert os.path.getsize(log) > 1 << 20
+    rp = rrtest.replay(log, timeout=600)
+    assert "the recording was cut at byte" in rp.stderr
+
+
+def test_record_command_records_what_replay_reruns(tmp_path):
+    log = tmp_path / "run.rr"
+    r = subprocess.run([rrtest.REPLAY_VM, "record", "--log", str(log), "--vcpus", "2", "--crew", "page",
+                        "--workload", "tscrand"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    want = rrtest.results(r.stdout.decode())
+    assert want
+    info = subprocess.run([rrtest.REPLAY_VM, "info", str(log)], stdout=subprocess.PIPE).stdout.decode()
+    assert re.search(r"crew mode\s+page", info)
+    assert rrtest.results(rrtest.replay(log).output) == want
+
+
+def test_record_command_refuses_byte_crew_for_now(tmp_path):
+    r = subprocess.run([rrtest.REPLAY_VM, "record", "--log", str(tmp_path / "run.rr"), "--vcpus", "2",
+                        "--crew", "byte", "--cmd", "true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=300)
+    assert r.returncode != 0
+    assert b"crew=byte needs byte-granular CREW" in r.stderr + r.stdout
