@@ -17,7 +17,7 @@ static int (*set_memory_nx_p)(unsigned long addr, int numpages);
 
 int rv_cache_create(void)
 {
-	unsigned long ft = 2 * RV_FT_SIZE * sizeof(u64);
+	unsigned long ft = RV_FT_SIZE * sizeof(u64);
 	unsigned long size = RV_CACHE_SIZE + ft;
 	struct rv_cache *c;
 	u8 *mem;
@@ -39,8 +39,7 @@ int rv_cache_create(void)
 	c->alloc_size = size;
 	c->base = mem;
 	c->size = RV_CACHE_SIZE;
-	c->ft_keys = (u64 *)(mem + RV_CACHE_SIZE);
-	c->ft_vals = c->ft_keys + RV_FT_SIZE;
+	c->ft_vals = (u64 *)(mem + RV_CACHE_SIZE);
 	rv_cache = c;
 
 	pr_info(RV_PR "code cache %px..%px (%lu KiB), text %px..%px, max distance %ld MiB\n",

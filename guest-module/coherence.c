@@ -4,9 +4,9 @@
  * jump labels, static calls, alternatives/ftrace/kprobes via text_poke, and
  * module unload).
  *
- * Every runtime text modification on x86 6.1 goes through text_poke()
- * (text_poke_bp_batch() calls it for the int3, the tail and the first byte).
- * A kretprobe invalidates the overlapping blocks after each write, under the
+ * Runtime text modification on x86 6.1 goes through text_poke() (kprobes)
+ * or text_poke_bp_batch() (jump labels, static calls, ftrace, optprobes).
+ * Kretprobes invalidate the overlapping blocks after each write, under the
  * translator lock, so a block translated concurrently either saw the new
  * bytes or is dropped.  While the int3 of text_poke_bp is in place a
  * retranslation ends at the int3 with a jump to native code (where the
@@ -18,6 +18,14 @@
 #include <linux/module.h>
 #include "rv.h"
 
+static struct kretprobe poke_krp, batch_krp;
+atomic64_t rv_pokes_seen;
+
+unsigned long rv_poke_missed(void)
+{
+	return poke_krp.nmissed + poke_krp.kp.nmissed + batch_krp.nmissed + batch_krp.kp.nmissed;
+}
+
 struct poke_data {
 	unsigned long addr, len;
 };
@@ -28,6 +36,7 @@ static int poke_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 	d->addr = regs->di;
 	d->len = regs->dx;
+	atomic64_inc(&rv_pokes_seen);
 	return 0;
 }
 
@@ -59,8 +68,58 @@ static int mod_event(struct notifier_block *nb, unsigned long ev, void *data)
 	return NOTIFY_DONE;
 }
 
+/*
+ * Jump labels, static calls and ftrace patch through text_poke_bp_batch(),
+ * which calls an inlined copy of text_poke() that the probe above does not
+ * see.  Its argument is an array of struct text_poke_loc (6.1 layout:
+ * s32 rel_addr from _stext, s32 disp, u8 len, u8 opcode, u8 text[5],
+ * u8 old; 16 bytes).  Anything that does not look like that array flushes
+ * every translation.
+ */
+struct batch_data {
+	const u8 *tp;
+	unsigned int n;
+};
+
+static int batch_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct batch_data *d = (void *)ri->data;
+
+	d->tp = (const u8 *)regs->di;
+	d->n = regs->si;
+	atomic64_inc(&rv_pokes_seen);
+	return 0;
+}
+
+static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct batch_data *d = (void *)ri->data;
+	unsigned int i;
+
+	for (i = 0; i < d->n; i++) {
+		const u8 *e = d->tp + 16 * i;
+		unsigned long a = rv_k.stext + *(const s32 *)e;
+		unsigned int len = e[8];
+
+		if (!len || len > 5 || d->n > 4096 || !rv_translatable(a)) {
+			rv_invalidate_range(0, ~0UL);
+			return 0;
+		}
+		rv_invalidate_range(a, a + len);
+	}
+	return 0;
+}
+
+static struct kretprobe batch_krp = {
+	.kp.symbol_name = "text_poke_bp_batch",
+	.entry_handler = batch_entry,
+	.handler = batch_ret,
+	.data_size = sizeof(struct batch_data),
+	.maxactive = 16,
+};
+
 static struct notifier_block mod_nb = { .notifier_call = mod_event };
-static bool poke_on, mod_on;
+static bool poke_on, mod_on, batch_on;
 
 int rv_coherence_init(void)
 {
@@ -71,6 +130,12 @@ int rv_coherence_init(void)
 		return ret;
 	}
 	poke_on = true;
+	ret = register_kretprobe(&batch_krp);
+	if (ret) {
+		pr_err(RV_PR "kretprobe on text_poke_bp_batch failed: %d\n", ret);
+		return ret;
+	}
+	batch_on = true;
 	ret = register_module_notifier(&mod_nb);
 	if (ret)
 		return ret;
@@ -82,7 +147,9 @@ void rv_coherence_exit(void)
 {
 	if (mod_on)
 		unregister_module_notifier(&mod_nb);
+	if (batch_on)
+		unregister_kretprobe(&batch_krp);
 	if (poke_on)
 		unregister_kretprobe(&poke_krp);
-	mod_on = poke_on = false;
+	mod_on = poke_on = batch_on = false;
 }

@@ -36,10 +36,11 @@ static bool stack_refs(struct task_struct *t, unsigned long mlo, unsigned long m
 	p = (unsigned long *)sp;
 	if (sp < (unsigned long)stack || sp >= (unsigned long)end)
 		p = stack;
-	for (; p < end; p++) {
+	/* an interrupt frame (rip, cs) that would iret into the cache */
+	for (; p + 1 < end; p++) {
 		unsigned long w = READ_ONCE(*p);
 
-		if (rv_in_cache(w) || (w >= mlo && w < mhi)) {
+		if (rv_in_cache(w) && READ_ONCE(p[1]) == __KERNEL_CS) {
 			hit = true;
 			break;
 		}

@@ -45,12 +45,12 @@ struct rv_cache {
 	u8 *base;		/* code arena (module area: within +-2 GB of text) */
 	unsigned long size;
 	unsigned long used;	/* bump pointer, under rv_lock */
-	u64 *ft_keys;		/* fast table: native address -> translated */
-	u64 *ft_vals;		/* (absolute disp32 addressable) */
+	u64 *ft_vals;		/* fast table: translated entries (abs32 addressable) */
+	unsigned long ft_empty;	/* entry whose native address is 0 */
 	void *alloc_base;	/* what module_alloc returned */
 	unsigned long alloc_size;
 	/* addresses of the shared stubs inside the arena */
-	unsigned long ind_stub, ind_slow, chain_miss;
+	unsigned long ind_stub, ind_slow, chain_miss, kret_fix;
 	unsigned long ind_off, ind_slow_off, chain_off; /* off-mode targets */
 };
 extern struct rv_cache *rv_cache;
@@ -58,6 +58,12 @@ extern struct rv_cache *rv_cache;
 int rv_cache_create(void);
 void rv_cache_destroy(bool leak);
 void *rv_cache_alloc(unsigned long size, unsigned long align);
+/* fast-table index: low16(T + 8 * ((T >> 8) & 0xffff)), as ind_stub computes it */
+static inline unsigned int rv_ft_index(unsigned long t)
+{
+	return (unsigned int)((t + 8 * ((t >> 8) & 0xffff)) & 0xffff);
+}
+
 static inline bool rv_in_cache(unsigned long a)
 {
 	return rv_cache && a - (unsigned long)rv_cache->base < rv_cache->size;
@@ -82,7 +88,7 @@ struct rv_block {
 
 struct rv_stats {
 	u64 blocks, dispatch, chains, native_exits, fallbacks, cache_full;
-	u64 fixups, fixup_miss, invalidations, inval_blocks;
+	u64 fixups, fixup_miss, invalidations, inval_blocks, kret_enter;
 };
 DECLARE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 #define rv_stat_inc(f) this_cpu_inc(rv_pcpu_stats.f)
@@ -94,9 +100,13 @@ struct rv_entry_counts {
 	u64 interrupts;		/* IDT vectors 32..255 via shadow IDT */
 	u64 samp_trans;		/* interrupts that hit kernel in translated code */
 	u64 samp_native;	/* interrupts that hit kernel in native code */
+	u64 samp_dispatch;	/* ... in the dispatcher/translator (this module) */
 	u64 samp_user;		/* interrupts that hit user mode */
 };
 extern struct rv_entry_counts rv_entries;
+#define RV_RING 64
+extern unsigned long rv_native_ring[RV_RING];
+void rv_sample_native(unsigned long ip);
 
 int rv_translate_init(void);
 void rv_translate_exit(void);
@@ -111,6 +121,7 @@ extern atomic64_t rv_fixups, rv_fixup_miss;
 /* C entry points called by generated stubs */
 unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret);
 void rv_fix_exc_frame(unsigned long *frame, int errcode);
+unsigned long rv_kret(unsigned long ip);
 
 /* ---- emitters / stubs (stubs.c) ---- */
 int rv_stubs_build(void);
@@ -126,6 +137,8 @@ void rv_entry_off(void);
 /* ---- coherence: text_poke, modules (coherence.c) ---- */
 int rv_coherence_init(void);
 void rv_coherence_exit(void);
+extern atomic64_t rv_pokes_seen;
+unsigned long rv_poke_missed(void);
 
 /* ---- stats (stats.c) ---- */
 int rv_stats_init(void);

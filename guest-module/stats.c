@@ -19,7 +19,9 @@ static u64 sum(size_t off)
 
 static int rv_show(struct seq_file *m, void *v)
 {
+	int i;
 	u64 st = READ_ONCE(rv_entries.samp_trans), sn = READ_ONCE(rv_entries.samp_native);
+	u64 sd = READ_ONCE(rv_entries.samp_dispatch);
 
 	seq_printf(m, "active %d\n", READ_ONCE(rv_active));
 	seq_printf(m, "blocks %lu\n", rv_nblocks());
@@ -31,6 +33,9 @@ static int rv_show(struct seq_file *m, void *v)
 	seq_printf(m, "cache_full %llu\n", S(cache_full));
 	seq_printf(m, "exc_rip_fixups %llu\n", (u64)atomic64_read(&rv_fixups));
 	seq_printf(m, "exc_rip_unmapped %llu\n", (u64)atomic64_read(&rv_fixup_miss));
+	seq_printf(m, "kernel_iret_into_cache %llu\n", S(kret_enter));
+	seq_printf(m, "text_pokes %llu\n", (u64)atomic64_read(&rv_pokes_seen));
+	seq_printf(m, "text_pokes_missed %lu\n", rv_poke_missed());
 	seq_printf(m, "invalidations %llu\n", S(invalidations));
 	seq_printf(m, "invalidated_blocks %llu\n", S(inval_blocks));
 	seq_printf(m, "entries_syscall %llu\n", READ_ONCE(rv_entries.syscalls));
@@ -40,10 +45,17 @@ static int rv_show(struct seq_file *m, void *v)
 		   READ_ONCE(rv_entries.exceptions) + READ_ONCE(rv_entries.interrupts));
 	seq_printf(m, "samples_kernel_translated %llu\n", st);
 	seq_printf(m, "samples_kernel_native %llu\n", sn);
+	seq_printf(m, "samples_kernel_dispatcher %llu\n", sd);
 	seq_printf(m, "samples_user %llu\n", READ_ONCE(rv_entries.samp_user));
+	/* share of kernel time: translated code vs native kernel code (the
+	 * dispatcher's own time is reported separately) */
 	seq_printf(m, "kernel_time_translated_pct %llu\n", st + sn ? 100 * st / (st + sn) : 0);
+	seq_printf(m, "kernel_time_dispatcher_pct %llu\n", st + sn + sd ? 100 * sd / (st + sn + sd) : 0);
 	seq_printf(m, "selftest_insns %lu\n", rv_selftest_insns);
 	seq_printf(m, "selftest_undecodable %lu\n", rv_selftest_bad);
+	for (i = 0; i < RV_RING; i++)
+		if (rv_native_ring[i])
+			seq_printf(m, "native_sample %pS\n", (void *)rv_native_ring[i]);
 	return 0;
 }
 

@@ -4,9 +4,11 @@
  *
  *  ind_stub   indirect branches and returns.  The translated code leaves the
  *             native target on the stack and jumps here; a flag-preserving
- *             lookup in the direct-mapped fast table (key = native address,
- *             indexed by its low 16 bits; a hit replaces the stack slot with
- *             the translated address and "ret"s to it), else ind_slow.
+ *             lookup (mov/lea/not/jrcxz only) in the direct-mapped fast table
+ *             of translated entries, each preceded by its native address, so
+ *             one 8-byte store replaces an entry atomically; a hit replaces
+ *             the stack slot with the translated address and "ret"s to it,
+ *             else ind_slow.
  *  ind_slow   calls rv_dispatch(target, 0) with all caller-saved registers
  *             and the flags saved: translates on first use.
  *  chain_miss reached from a direct-branch exit stub ("push $target; call
@@ -22,11 +24,28 @@
  * calls back into the module (so the cache may outlive it).
  */
 #include <linux/kernel.h>
+#include <linux/module.h>
 #include <asm/sync_core.h>
 #include "rv.h"
 #include "emit.h"
 
 struct rv_entry_counts rv_entries;
+unsigned long rv_native_ring[RV_RING];
+atomic_t rv_native_ring_idx;
+
+/* an interrupt hit native kernel code: keep its rip for /proc/replayvm */
+void rv_sample_native(unsigned long ip)
+{
+	unsigned long mlo = (unsigned long)THIS_MODULE->core_layout.base;
+
+	if (ip - mlo < THIS_MODULE->core_layout.text_size) {
+		/* in the dispatcher/translator itself */
+		atomic64_inc((atomic64_t *)&rv_entries.samp_dispatch);
+		atomic64_dec((atomic64_t *)&rv_entries.samp_native);
+		return;
+	}
+	rv_native_ring[(unsigned int)atomic_inc_return(&rv_native_ring_idx) % RV_RING] = ip;
+}
 
 static const u8 pushf_rax[] = { 0x9c, 0x50 };
 static const u8 pop_rax_popf[] = { 0x58, 0x9d };
@@ -80,7 +99,8 @@ int rv_stubs_build(void)
 	struct rv_cache *c = rv_cache;
 	struct rv_emit e;
 	u8 *jrcxz_field, *hit, *slow_jmp;
-	u8 *start = rv_cache_alloc(640, 64);
+	unsigned long i;
+	u8 *start = rv_cache_alloc(768, 64);
 
 	if (!start)
 		return -ENOMEM;
@@ -96,6 +116,14 @@ int rv_stubs_build(void)
 		e_bytes(&e, op, sizeof(op));
 	}
 
+	/* an always-missing fast-table entry: native address 0 before it */
+	e.p = PTR_ALIGN(e.p, 16);
+	e_u64(&e, 0);
+	c->ft_empty = (unsigned long)e.p;
+	e_u8(&e, 0xcc);
+	for (i = 0; i < RV_FT_SIZE; i++)
+		c->ft_vals[i] = c->ft_empty;
+
 	/* ind_stub */
 	e.p = PTR_ALIGN(e.p, 64);
 	c->ind_stub = (unsigned long)e.p;
@@ -103,15 +131,18 @@ int rv_stubs_build(void)
 	{
 		static const u8 op[] = {
 			0x52, 0x51, 0x50,			/* push rdx, rcx, rax */
-			0x48, 0x8b, 0x44, 0x24, 0x18,		/* mov 0x18(%rsp),%rax */
-			0x0f, 0xb7, 0xd0,			/* movzwl %ax,%edx */
-			0x48, 0x8b, 0x0c, 0xd5,			/* mov KEYS(,%rdx,8),%rcx */
+			0x48, 0x8b, 0x44, 0x24, 0x18,		/* mov 0x18(%rsp),%rax      T */
+			0x0f, 0xb7, 0x54, 0x24, 0x19,		/* movzwl 0x19(%rsp),%edx   T>>8 */
+			0x48, 0x8d, 0x14, 0xd0,			/* lea (%rax,%rdx,8),%rdx */
+			0x0f, 0xb7, 0xd2,			/* movzwl %dx,%edx          index */
+			0x48, 0x8b, 0x14, 0xd5,			/* mov VALS(,%rdx,8),%rdx   entry */
 		};
 		e_bytes(&e, op, sizeof(op));
-		e_u32(&e, (u32)(unsigned long)c->ft_keys);
+		e_u32(&e, (u32)(unsigned long)c->ft_vals);
 	}
 	{
 		static const u8 op[] = {
+			0x48, 0x8b, 0x4a, 0xf8,			/* mov -8(%rdx),%rcx        its native */
 			0x48, 0xf7, 0xd0,			/* not %rax */
 			0x48, 0x8d, 0x4c, 0x01, 0x01,		/* lea 1(%rcx,%rax),%rcx */
 			0xe3,					/* jrcxz hit */
@@ -127,11 +158,6 @@ int rv_stubs_build(void)
 	}
 	hit = e.p;
 	*jrcxz_field = (u8)(hit - (jrcxz_field + 1));
-	{
-		static const u8 op[] = { 0x48, 0x8b, 0x14, 0xd5 };	/* mov VALS(,%rdx,8),%rdx */
-		e_bytes(&e, op, sizeof(op));
-		e_u32(&e, (u32)(unsigned long)c->ft_vals);
-	}
 	{
 		static const u8 op[] = {
 			0x48, 0x89, 0x54, 0x24, 0x18,		/* mov %rdx,0x18(%rsp) */
@@ -187,7 +213,32 @@ int rv_stubs_build(void)
 		static const u8 op[] = { 0x48, 0x8d, 0x64, 0x24, 0x08, 0xc3 }; /* lea 8(%rsp),%rsp; ret */
 		e_bytes(&e, op, sizeof(op));
 	}
-	BUG_ON(e.p > start + 640);
+
+	/*
+	 * kret_fix: called by a translated iretq that returns to kernel mode
+	 * ([rsp+8] = the frame's rip): an exception handled with its rip
+	 * mapped back to native, or an interrupt of native kernel code (an
+	 * idle loop, a task resumed by a native context switch), resumes in
+	 * the code cache.
+	 */
+	e.p = PTR_ALIGN(e.p, 16);
+	c->kret_fix = (unsigned long)e.p;
+	e_nop5(&e);
+	e_save_all(&e);
+	e_gs_enter(&e);
+	{
+		static const u8 op[] = { 0x48, 0x8b, 0x7c, 0x24, 0x60 };	/* mov 0x60(%rsp),%rdi */
+		e_bytes(&e, op, sizeof(op));
+		e_call(&e, (unsigned long)rv_kret);
+	}
+	e_gs_leave(&e);
+	{
+		static const u8 op[] = { 0x48, 0x89, 0x44, 0x24, 0x58 };	/* mov %rax,0x58(%rsp) */
+		e_bytes(&e, op, sizeof(op));
+	}
+	e_restore_all(&e);
+	e_u8(&e, 0xc3);
+	BUG_ON(e.p > start + 768);
 	return 0;
 }
 
@@ -213,6 +264,7 @@ void rv_stubs_off(void)
 	patch_entry_jmp(c->ind_stub, c->ind_off);
 	patch_entry_jmp(c->ind_slow, c->ind_off);
 	patch_entry_jmp(c->chain_miss, c->chain_off);
+	patch_entry_jmp(c->kret_fix, c->ind_off);
 	sync_core();
 }
 
@@ -231,7 +283,7 @@ unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 	struct rv_cache *c = rv_cache;
 	unsigned long lo = (unsigned long)c->base;
 	int ripo = errcode ? 8 : 0, cso = ripo + 8;
-	u8 *start = rv_cache_alloc(128, 16), *j1, *j2;
+	u8 *start = rv_cache_alloc(160, 16), *j1, *j2;
 	struct rv_emit e;
 
 	if (!start)
@@ -265,12 +317,19 @@ unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 		e_jmp(&e, handler_tr);
 		*j2 = (u8)(e.p - (j2 + 1));
 		e_lock_inc(&e, &rv_entries.samp_native);
+		/* remember where (rv_sample_native(rip)) */
+		e_u8(&e, 0x50);
+		e_push_scratch(&e);
+		e_u8(&e, 0x48); e_u8(&e, 0x8b); e_u8(&e, 0x7c); e_u8(&e, 0x24); e_u8(&e, 0x48); /* mov 0x48(%rsp),%rdi */
+		e_call(&e, (unsigned long)rv_sample_native);
+		e_pop_scratch(&e);
+		e_u8(&e, 0x58);
 		e_jmp(&e, handler_tr);
 		*j1 = (u8)(e.p - (j1 + 1));
 		e_lock_inc(&e, &rv_entries.samp_user);
 		e_jmp(&e, handler_tr);
 	}
-	BUG_ON(e.p > start + 128);
+	BUG_ON(e.p > start + 160);
 	return (unsigned long)start;
 }
 

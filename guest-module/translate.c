@@ -32,7 +32,14 @@
 static struct rv_block **hash;
 static struct rv_block *blocks;
 static unsigned long nblocks;
-static DEFINE_RAW_SPINLOCK(rv_lock);
+/*
+ * The translator lock.  Inline arch spinlock + irq save so that everything
+ * the dispatcher does shows up in this module's text (the time-share
+ * sampling tells "dispatcher" apart from "native kernel").
+ */
+static arch_spinlock_t rv_lock = __ARCH_SPIN_LOCK_UNLOCKED;
+#define rv_lock_irqsave(f)	do { local_irq_save(f); arch_spin_lock(&rv_lock); } while (0)
+#define rv_unlock_irqrestore(f)	do { arch_spin_unlock(&rv_lock); local_irq_restore(f); } while (0)
 DEFINE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 bool rv_active;
 atomic64_t rv_fixups, rv_fixup_miss;
@@ -184,9 +191,11 @@ static struct rv_block *translate(unsigned long pc0)
 
 	if (nblocks >= RV_MAX_BLOCKS)
 		return NULL;
-	start = rv_cache_alloc(BLOCK_MAX_BYTES, 8);
+	start = rv_cache_alloc(BLOCK_MAX_BYTES + 8, 8);
 	if (!start)
 		return NULL;
+	*(u64 *)start = pc0;		/* header: native address (fast-table key) */
+	start += 8;
 	b = &blocks[nblocks];
 	memset(b, 0, sizeof(*b));
 	e.p = start;
@@ -239,8 +248,14 @@ static struct rv_block *translate(unsigned long pc0)
 			e_jmp(&e, rv_cache->ind_stub);
 			done = true;
 			break;
-		case 0xcf:				/* iret: leaves via the frame */
-			copy_insn(&e, &insn, pc);
+		case 0xcf:				/* iret */
+			/* to kernel mode: let kret_fix move the frame's rip into
+			 * the cache (the iretq itself stays mapped to the native
+			 * one: error_entry recognises a faulting iret by rip) */
+			e_u8(&e, 0xf6); e_u8(&e, 0x44); e_u8(&e, 0x24); e_u8(&e, 0x08); e_u8(&e, 0x03);
+			e_u8(&e, 0x75); e_u8(&e, 0x05);	/* testb $3,8(%rsp); jnz 1f */
+			e_call(&e, rv_cache->kret_fix);
+			copy_insn(&e, &insn, pc);	/* 1: iretq */
 			done = true;
 			break;
 		case 0xff:
@@ -337,14 +352,14 @@ static struct rv_block *get_block(unsigned long pc)
 
 	if (b)
 		return b;
-	raw_spin_lock_irqsave(&rv_lock, flags);
+	rv_lock_irqsave(flags);
 	b = lookup(pc);
 	if (!b) {
 		b = translate(pc);
 		if (!b)
 			rv_stat_inc(cache_full);
 	}
-	raw_spin_unlock_irqrestore(&rv_lock, flags);
+	rv_unlock_irqrestore(flags);
 	return b;
 }
 
@@ -368,25 +383,12 @@ unsigned long rv_lookup_or_translate(unsigned long target)
  */
 unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret)
 {
-	unsigned long dest = rv_lookup_or_translate(target), flags;
+	unsigned long dest = rv_lookup_or_translate(target);
 	struct rv_cache *c = rv_cache;
-	unsigned int i = target & (RV_FT_SIZE - 1);
 
 	rv_stat_inc(dispatch);
-	if (dest != target) {
-		u64 k = READ_ONCE(c->ft_keys[i]);
-
-		if (k == target) {
-			WRITE_ONCE(c->ft_vals[i], dest);
-		} else if (!k) {
-			raw_spin_lock_irqsave(&rv_lock, flags);
-			if (!c->ft_keys[i]) {
-				WRITE_ONCE(c->ft_vals[i], dest);
-				smp_store_release(&c->ft_keys[i], target);
-			}
-			raw_spin_unlock_irqrestore(&rv_lock, flags);
-		}
-	}
+	if (dest != target && !rv_in_cache(target))
+		WRITE_ONCE(c->ft_vals[rv_ft_index(target)], dest);
 	if (stub_ret) {
 		s32 *field = (s32 *)*(u64 *)(stub_ret + 6);
 
@@ -395,6 +397,19 @@ unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret)
 			rv_stat_inc(chains);
 		}
 	}
+	return dest;
+}
+
+/* frame rip of a translated iretq to kernel mode -> where to resume */
+unsigned long rv_kret(unsigned long ip)
+{
+	unsigned long dest;
+
+	if (!READ_ONCE(rv_active) || rv_in_cache(ip) || !rv_translatable(ip))
+		return ip;
+	dest = rv_lookup_or_translate(ip);
+	if (dest != ip)
+		rv_stat_inc(kret_enter);
 	return dest;
 }
 
@@ -447,7 +462,7 @@ void rv_invalidate_range(unsigned long start, unsigned long end)
 
 	if (!rv_cache)
 		return;
-	raw_spin_lock_irqsave(&rv_lock, flags);
+	rv_lock_irqsave(flags);
 	n = nblocks;
 	for (i = 0; i < n; i++) {
 		struct rv_block *b = &blocks[i], **pp;
@@ -479,7 +494,7 @@ void rv_invalidate_range(unsigned long start, unsigned long end)
 		rv_stat_inc(inval_blocks);
 	}
 	rv_stat_inc(invalidations);
-	raw_spin_unlock_irqrestore(&rv_lock, flags);
+	rv_unlock_irqrestore(flags);
 }
 
 int rv_translate_init(void)
