@@ -13,8 +13,11 @@
 #include <linux/stop_machine.h>
 #include <linux/percpu.h>
 #include <linux/gfp.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task_stack.h>
 #include <asm/desc.h>
 #include <asm/msr.h>
+#include <asm/unwind.h>
 #include <asm/sync_core.h>
 #include "rv.h"
 
@@ -40,22 +43,116 @@ static bool has_errcode(int v)
 	return v == 8 || (v >= 10 && v <= 14) || v == 17 || v == 21 || v == 29 || v == 30;
 }
 
+static atomic_t on_once;
+static atomic_long_t made_translated;
+
+/*
+ * Switch-on with the call/ret optimisation (thesis 3.7): the return
+ * addresses of a task's kernel frames (found by the ORC unwinder) are
+ * replaced by their translations, so that the task, once it runs again,
+ * returns into the code cache instead of native code.
+ */
+static void translate_returns(struct task_struct *t)
+{
+	struct unwind_state st;
+	unsigned long *first;
+	long n = 0;
+
+	if (t == current)
+		asm volatile("mov %%rsp, %0" : "=r" (first));
+	else
+		first = (unsigned long *)t->thread.sp;
+	for (rv_k.unwind_start(&st, t, NULL, first); !unwind_done(&st);
+	     rv_k.unwind_next_frame(&st)) {
+		unsigned long *p = rv_k.unwind_ret_ptr(&st), tr;
+
+		if (!p || !rv_translatable(*p))
+			continue;
+		tr = rv_lookup_or_translate(*p);
+		if (tr != *p) {
+			*p = tr;
+			n++;
+		}
+	}
+	atomic_long_add(n, &made_translated);
+}
+
 static int on_cpu(void *unused)
 {
 	rv_sidt(this_cpu_ptr(&native_idt));
 	rdmsrl(MSR_LSTAR, *this_cpu_ptr(&native_lstar));
 	rv_lidt(&shadow_descr);
 	wrmsrl(MSR_LSTAR, lstar_stub);
+	if (rv_callret) {
+		translate_returns(current);	/* the stopper returns translated */
+		if (atomic_inc_return(&on_once) == 1) {
+			struct task_struct *g, *t;
+			int cpu;
+
+			rcu_read_lock();
+			for_each_process_thread(g, t)
+				if (!READ_ONCE(t->on_cpu) && READ_ONCE(t->stack))
+					translate_returns(t);
+			rcu_read_unlock();
+			for_each_online_cpu(cpu)
+				translate_returns(rv_k.idle_task(cpu));
+		}
+	}
 	return 0;
 }
 
+static atomic_long_t rewritten, unmapped;
+
+static void rewrite_task(struct task_struct *t)
+{
+	unsigned long *stack = READ_ONCE(t->stack), *sp = (unsigned long *)t->thread.sp;
+	unsigned long *end, um = 0;
+
+	if (!stack)
+		return;
+	end = (unsigned long *)((u8 *)stack + THREAD_SIZE);
+	if (sp < stack || sp >= end)
+		sp = stack;
+	atomic_long_add(rv_rewrite_stack(sp, end, &um), &rewritten);
+	atomic_long_add(um, &unmapped);
+}
+
+/*
+ * Switch-off, on every CPU at once with interrupts off: native IDT and
+ * LSTAR back, and (call/ret optimisation) every code-cache return address
+ * and interrupt-frame rip on every kernel stack replaced by its native
+ * counterpart: this CPU's own stack (the stopper thread, whose callers may
+ * be translated: it returns into native code), then, on one CPU, every
+ * task that is not running and every idle task.  Afterwards nothing refers
+ * to the code cache (thesis 3.7).
+ */
 static int off_cpu(void *unused)
 {
+	unsigned long *sp, um = 0;
+
 	rv_lidt(this_cpu_ptr(&native_idt));
 	wrmsrl(MSR_LSTAR, *this_cpu_ptr(&native_lstar));
+	if (rv_callret) {
+		asm volatile("mov %%rsp, %0" : "=r" (sp));
+		atomic_long_add(rv_rewrite_stack(sp, (unsigned long *)((u8 *)task_stack_page(current) +
+					THREAD_SIZE), &um), &rewritten);
+		atomic_long_add(um, &unmapped);
+	}
 	if (atomic_inc_return(&off_once) == 1) {
 		rv_stubs_off();
 		WRITE_ONCE(rv_active, false);
+		if (rv_callret) {
+			struct task_struct *g, *t;
+			int cpu;
+
+			rcu_read_lock();
+			for_each_process_thread(g, t)
+				if (!READ_ONCE(t->on_cpu))
+					rewrite_task(t);
+			rcu_read_unlock();
+			for_each_online_cpu(cpu)
+				rewrite_task(rv_k.idle_task(cpu));
+		}
 	}
 	sync_core();
 	return 0;
@@ -107,16 +204,26 @@ int rv_entry_on(void)
 		nstub, (nd.size + 1) / (int)sizeof(gate_desc), (void *)lstar, (void *)lstar_stub);
 
 	WRITE_ONCE(rv_active, true);
+	atomic_set(&on_once, 0);
+	atomic_long_set(&made_translated, 0);
 	ret = stop_machine(on_cpu, NULL, cpu_online_mask);
 	if (ret)
 		WRITE_ONCE(rv_active, false);
+	else if (rv_callret)
+		pr_info(RV_PR "switch-on: %ld return addresses on kernel stacks now point into the code cache\n",
+			atomic_long_read(&made_translated));
 	return ret;
 }
 
 void rv_entry_off(void)
 {
 	atomic_set(&off_once, 0);
+	atomic_long_set(&rewritten, 0);
+	atomic_long_set(&unmapped, 0);
 	stop_machine(off_cpu, NULL, cpu_online_mask);
+	if (rv_callret)
+		pr_info(RV_PR "switch-off: %ld code-cache addresses on stacks made native, %ld unmapped\n",
+			atomic_long_read(&rewritten), atomic_long_read(&unmapped));
 	free_page((unsigned long)shadow_idt);
 	shadow_idt = NULL;
 }

@@ -35,11 +35,23 @@ int rv_ksyms_init(void)
 	rv_k.stext = rv_ksym("_stext");
 	rv_k.etext = rv_ksym("_etext");
 	rv_k.entry_syscall_64 = rv_ksym("entry_SYSCALL_64");
+	/* optional: they find their traced function from the return address */
+	rv_k.ftrace_lo = kln("ftrace_stub");
+	rv_k.ftrace_hi = kln("ftrace_regs_caller_end");
+	if (!rv_k.ftrace_lo || !rv_k.ftrace_hi || rv_k.ftrace_hi < rv_k.ftrace_lo)
+		rv_k.ftrace_lo = rv_k.ftrace_hi = 0;
+	else
+		rv_k.ftrace_hi += 0x40;
 	rv_k.module_text_address = (void *)rv_ksym("__module_text_address");
 	rv_k.put_task_stack = (void *)rv_ksym("put_task_stack");
+	rv_k.idle_task = (void *)rv_ksym("idle_task");
+	rv_k.unwind_start = (void *)rv_ksym("__unwind_start");
+	rv_k.unwind_next_frame = (void *)rv_ksym("unwind_next_frame");
+	rv_k.unwind_ret_ptr = (void *)rv_ksym("unwind_get_return_address_ptr");
 	if (!rv_k.insn_decode || !rv_k.module_alloc || !rv_k.set_memory_x ||
 	    !rv_k.stext || !rv_k.etext || !rv_k.entry_syscall_64 ||
-	    !rv_k.module_text_address || !rv_k.put_task_stack)
+	    !rv_k.module_text_address || !rv_k.put_task_stack || !rv_k.idle_task ||
+	    !rv_k.unwind_start || !rv_k.unwind_next_frame || !rv_k.unwind_ret_ptr)
 		return -ENOENT;
 	return 0;
 }

@@ -5,6 +5,9 @@
  *
  * Load with dbt=1 to switch every CPU's kernel execution into translated
  * code (syscall entry and shadow IDT); unload switches back (3.7).
+ * callret=0 keeps native return addresses on stacks (returns through the
+ * jumptable: slower, but nothing but interrupt frames ever holds a
+ * code-cache address).
  * selftest=1 runs the decoder over the whole kernel text first.
  */
 #include <linux/module.h>
@@ -19,6 +22,8 @@
 static bool dbt;
 module_param(dbt, bool, 0444);
 MODULE_PARM_DESC(dbt, "run the kernel from the code cache (identity translation)");
+module_param_named(callret, rv_callret, bool, 0444);
+MODULE_PARM_DESC(callret, "identity-translate call/ret (code-cache return addresses on stacks, rewritten at switch-off; thesis 3.3/3.7); 0: calls push native return addresses and returns go through the jumptable");
 static bool selftest;
 module_param(selftest, bool, 0444);
 MODULE_PARM_DESC(selftest, "decode the whole kernel text at load and report coverage");
@@ -40,7 +45,7 @@ static bool stack_refs(struct task_struct *t, unsigned long mlo, unsigned long m
 	for (; p + 1 < end; p++) {
 		unsigned long w = READ_ONCE(*p);
 
-		if (rv_in_cache(w) && READ_ONCE(p[1]) == __KERNEL_CS) {
+		if (rv_in_cache(w) && (rv_callret || READ_ONCE(p[1]) == __KERNEL_CS)) {
 			hit = true;
 			break;
 		}

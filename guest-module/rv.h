@@ -13,6 +13,8 @@
 
 struct module;
 struct task_struct;
+struct unwind_state;
+struct pt_regs;
 
 #define RV_PR "replayvm: "
 
@@ -27,8 +29,14 @@ struct rv_kfuncs {
 	int (*set_memory_x)(unsigned long addr, int numpages);
 	unsigned long stext, etext;
 	unsigned long entry_syscall_64;
+	unsigned long ftrace_lo, ftrace_hi;	/* ftrace's asm trampolines */
 	struct module *(*module_text_address)(unsigned long addr);
 	void (*put_task_stack)(struct task_struct *tsk);
+	struct task_struct *(*idle_task)(int cpu);
+	void (*unwind_start)(struct unwind_state *state, struct task_struct *task,
+			     struct pt_regs *regs, unsigned long *first_frame);
+	bool (*unwind_next_frame)(struct unwind_state *state);
+	unsigned long *(*unwind_ret_ptr)(struct unwind_state *state);
 };
 extern struct rv_kfuncs rv_k;
 
@@ -83,7 +91,7 @@ struct rv_block {
 	struct rv_block *next;		/* hash chain */
 	u8 ninsn;
 	u8 dead;
-	struct { u16 coff; s32 noff; } map[RV_MAX_INSNS]; /* per insn: cache, native offset */
+	struct { u16 coff; s32 noff; } map[RV_MAX_INSNS + 1]; /* per insn: cache, native offset */
 };
 
 struct rv_stats {
@@ -116,6 +124,8 @@ unsigned long rv_cache_to_native(unsigned long ip);
 void rv_invalidate_range(unsigned long start, unsigned long end);
 unsigned long rv_nblocks(void);
 extern bool rv_active;
+extern bool rv_callret;
+unsigned long rv_rewrite_stack(unsigned long *from, unsigned long *to, unsigned long *unmapped);
 extern atomic64_t rv_fixups, rv_fixup_miss;
 
 /* C entry points called by generated stubs */

@@ -42,6 +42,7 @@ static arch_spinlock_t rv_lock = __ARCH_SPIN_LOCK_UNLOCKED;
 #define rv_unlock_irqrestore(f)	do { arch_spin_unlock(&rv_lock); local_irq_restore(f); } while (0)
 DEFINE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 bool rv_active;
+bool rv_callret = true;
 atomic64_t rv_fixups, rv_fixup_miss;
 
 unsigned long rv_nblocks(void)
@@ -59,6 +60,8 @@ bool rv_translatable(unsigned long pc)
 	struct module *mod;
 	bool ok = false;
 
+	if (pc >= rv_k.ftrace_lo && pc < rv_k.ftrace_hi)
+		return false;
 	if (pc >= rv_k.stext && pc < rv_k.etext)
 		return true;
 	preempt_disable();
@@ -174,13 +177,14 @@ static void link_exit(struct rv_emit *e, struct exit *x)
 	*(s32 *)x->field = rv_rel32(x->field, dst);
 }
 
-#define BLOCK_MAX_BYTES (RV_MAX_INSNS * 24 + 2 * 32 + 64)
+#define MAX_EXITS (RV_MAX_INSNS + 2)
+#define BLOCK_MAX_BYTES (RV_MAX_INSNS * 32 + MAX_EXITS * 32 + 64)
 
 /* translate the block at @pc; rv_lock held */
 static struct rv_block *translate(unsigned long pc0)
 {
 	struct rv_block *b;
-	struct exit x[2];
+	struct exit x[MAX_EXITS];
 	struct rv_emit e;
 	struct insn insn;
 	unsigned long pc = pc0;
@@ -223,6 +227,19 @@ static struct rv_block *translate(unsigned long pc0)
 
 		switch (op0) {
 		case 0xe8:				/* call rel32 */
+			if (rv_callret && rv_translatable(tgt)) {
+				/* identity: pushes the code-cache return address,
+				 * the block goes on after it (thesis 3.3).  Calls
+				 * into native code (ftrace/BPF trampolines, which
+				 * find their caller from the return address) push
+				 * the native one below. */
+				e_align_field(&e, 1);
+				e_u8(&e, 0xe8);
+				x[nx].field = e.p;
+				x[nx++].target = tgt;
+				e_u32(&e, 0);
+				break;
+			}
 			e_push_imm(&e, next);
 			jmp_exit(&e, x, &nx, tgt);
 			done = true;
@@ -245,7 +262,16 @@ static struct rv_block *translate(unsigned long pc0)
 			done = true;
 			break;
 		case 0xc3:				/* ret */
-			e_jmp(&e, rv_cache->ind_stub);
+			if (rv_callret)
+				copy_insn(&e, &insn, pc);
+			else
+				e_jmp(&e, rv_cache->ind_stub);
+			done = true;
+			break;
+		case 0xc2:				/* ret imm16 */
+			if (!rv_callret)
+				goto fallback;
+			copy_insn(&e, &insn, pc);
 			done = true;
 			break;
 		case 0xcf:				/* iret */
@@ -268,6 +294,26 @@ static struct rv_block *translate(unsigned long pc0)
 					done = true;
 					break;
 				}
+				if (reg == 2 && rv_callret) {
+					/* lea -8(%rsp),%rsp; push r/m;
+					 * movq $cont,8(%rsp); jmp ind_stub; cont: */
+					static const u8 lea[] = { 0x48, 0x8d, 0x64, 0x24, 0xf8 };
+					static const u8 mov[] = { 0x48, 0xc7, 0x44, 0x24, 0x08 };
+					u8 *imm;
+
+					e_bytes(&e, lea, sizeof(lea));
+					modrm = e.p + (insn.prefixes.nbytes + insn.rex_prefix.nbytes +
+						       insn.opcode.nbytes);
+					if (!copy_insn(&e, &insn, pc))
+						goto bad;
+					*modrm = (*modrm & ~0x38) | (6 << 3);
+					e_bytes(&e, mov, sizeof(mov));
+					imm = e.p;
+					e_u32(&e, 0);
+					e_jmp(&e, rv_cache->ind_stub);
+					*(u32 *)imm = (u32)(unsigned long)e.p;
+					break;		/* the block goes on at cont */
+				}
 				if (reg == 2)
 					e_push_imm(&e, next);
 				modrm = e.p + (insn.prefixes.nbytes + insn.rex_prefix.nbytes +
@@ -283,7 +329,7 @@ static struct rv_block *translate(unsigned long pc0)
 				goto fallback;
 			goto copy;
 		case 0xe0 ... 0xe3:			/* loop, jrcxz */
-		case 0xc2: case 0xca: case 0xcb:	/* ret imm, far ret */
+		case 0xca: case 0xcb:			/* far ret */
 		case 0xcc: case 0xcd: case 0xce: case 0xf1: /* int3, int, into, int1 */
 		case 0xea: case 0x9a:
 			goto fallback;
@@ -322,8 +368,13 @@ fallback:
 		rv_stat_inc(fallbacks);
 		done = true;
 	}
-	if (!done)
+	if (!done) {
+		/* may be a return site (after a call): map it */
+		b->map[b->ninsn].coff = e.p - start;
+		b->map[b->ninsn].noff = pc - pc0;
+		b->ninsn++;
 		jmp_exit(&e, x, &nx, pc);
+	}
 
 	b->native = pc0;
 	/* conservative: also covers an instruction left to run natively */
@@ -437,7 +488,7 @@ unsigned long rv_cache_to_native(unsigned long ip)
 	for (i = b->ninsn - 1; i >= 0; i--)
 		if (b->map[i].coff <= off)
 			return b->native + b->map[i].noff;
-	return 0;
+	return b->native;	/* the entry nop: the block's start */
 }
 
 void rv_fix_exc_frame(unsigned long *frame, int errcode)
@@ -452,6 +503,31 @@ void rv_fix_exc_frame(unsigned long *frame, int errcode)
 	} else {
 		atomic64_inc(&rv_fixup_miss);
 	}
+}
+
+/*
+ * Switch-off with the call/ret optimisation (thesis 3.7): replace every
+ * code-cache address in [from, to) (return addresses, interrupt frames)
+ * with its native counterpart.  Returns how many were rewritten.
+ */
+unsigned long rv_rewrite_stack(unsigned long *from, unsigned long *to, unsigned long *unmapped)
+{
+	unsigned long n = 0, *p;
+
+	for (p = from; p < to; p++) {
+		unsigned long w = *p, nat;
+
+		if (!rv_in_cache(w))
+			continue;
+		nat = rv_cache_to_native(w);
+		if (nat) {
+			*p = nat;
+			n++;
+		} else {
+			(*unmapped)++;
+		}
+	}
+	return n;
 }
 
 /* text_poke / module unload: drop translations overlapping [start, end) */
