@@ -60,15 +60,16 @@ def acpi_initrd(base, kver, out):
             if not p.endswith(".ko"):
                 raise vmrun.SetupError("%s: compressed module, cannot insmod it" % p)
             shutil.copy(p, mods)
-        subprocess.run("find . | LC_ALL=C sort | cpio -o -H newc --owner 0:0 --quiet --reproducible "
-                       "> ../extra.cpio && touch -d @0 ../extra.cpio", shell=True, cwd=tmp, check=True)
-        # fixed mtimes inside: the same tree gives the same bytes (the hash is in the log)
-        with open(out, "wb") as f:
-            for part in (base, os.path.join(os.path.dirname(tmp), "extra.cpio")):
-                with open(part, "rb") as p:
-                    shutil.copyfileobj(p, f)
-                f.write(b"\0" * (-f.tell() % 4))
-        os.unlink(os.path.join(os.path.dirname(tmp), "extra.cpio"))
+        # fixed mtimes and order: the same modules give the same bytes, so
+        # writing it again does not break the replay of an earlier recording
+        extra = subprocess.run("find . -exec touch -h -d @0 {} + && find . | LC_ALL=C sort | "
+                               "cpio -o -H newc --owner 0:0 --quiet --reproducible",
+                               shell=True, cwd=tmp, check=True, stdout=subprocess.PIPE).stdout
+    with open(out, "wb") as f:
+        with open(base, "rb") as p:
+            shutil.copyfileobj(p, f)
+        f.write(b"\0" * (-f.tell() % 4))     # cpio archives are concatenated on 4-byte boundaries
+        f.write(extra)
 
 
 def domain_xml(name, log, console, vcpus=2, memory=512, crew="page", command="uname -a",
