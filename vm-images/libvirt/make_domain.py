@@ -36,6 +36,9 @@ ACPI_MODULES = ("button", "evdev")
 def initrd_has_modules(initrd):
     with gzip.open(initrd, "rb") as f:
         data = f.read()
+    if b"rv.acpi" not in data:
+        raise vmrun.SetupError("%s: its init predates rv.acpi/rv.idle (virsh shutdown); "
+                               "rebuild the image with 'make image'" % initrd)
     return all(b"lib/modules/%s.ko\0" % m.encode() in data for m in ACPI_MODULES)
 
 
