@@ -34,6 +34,12 @@ done | awk '!seen[$0]++' | while read -r path; do
   basename "$path" >> "$root/lib/modules/load-order"
 done
 
+# loaded on demand by init (rv.acpi=1: libvirt's ACPI power button)
+for m in button evdev; do
+  modprobe -S "$kver" --show-depends "$m" | awk '$1 == "insmod" {print $2}' |
+    while read -r path; do cp "$path" "$root/lib/modules/"; done
+done
+
 cp "$ko" "$root/opt/rv/replayvm.ko"
 find "$wl" -maxdepth 1 -type f -perm -u+x -exec cp {} "$root/opt/rv/bin/" \;
 

@@ -105,7 +105,7 @@ def user_initrd(base, binary, tmpdir):
 
 
 def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="uname -a",
-              initrd=None, module=False, net=True, disk=True, extra=(), append_extra=""):
+              initrd=None, module=False, net=True, disk=True, extra=(), append_extra="", cpu=None):
     for p in (qemu,):
         if not os.access(p, os.X_OK):
             raise SetupError("QEMU not built: %s missing (run 'make qemu')" % p)
@@ -128,7 +128,7 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
     if accel == "kvm":
         argv += ["-accel", "kvm", "-cpu", "host"]
     else:
-        argv += ["-accel", "tcg,thread=multi", "-cpu", "qemu64,+rdrand"]
+        argv += ["-accel", "tcg,thread=multi", "-cpu", cpu or "qemu64,+rdrand"]
     if disk:
         argv += ["-drive", "file=%s,if=virtio,format=raw,snapshot=on" % os.path.join(image, "data.img")]
     if net:
@@ -168,7 +168,7 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
             env["RRVM_SERIES"] = open(version).read().strip()
     command = guest_command(workload, args, binary, cmd)
     with tempfile.TemporaryDirectory(prefix="rv-run-") as tmp:
-        initrd = None
+        initrd = kw.pop("initrd", None)
         if binary:
             initrd = user_initrd(os.path.join(kw.get("image", IMAGE), "initramfs.cpio.gz"), binary, tmp)
         argv = qemu_argv(vcpus=vcpus, accel=accel, command=command, initrd=initrd, **kw)
