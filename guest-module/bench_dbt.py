@@ -18,22 +18,26 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import vmrun  # noqa: E402
 
 DEFAULT = ["read", "readdir", "ipc", "socket", "forkwait", "http", "racy_kernel", "diskread"]
-TIME = re.compile(r"^(\w+): (?:.* in )?([0-9.]+) s[,;( ]", re.M)
+TIME = re.compile(r"^(\w+): (?:\d+ requests in )?([0-9.]+) s[,;( ]", re.M)
 
 
 def guest_script(workloads, reps):
-    lines = ["cd /opt/rv/bin", "run() { echo \"BENCH $1 $2\"; shift 2; ./$@ 2>&1 | grep -E ' s[,;( ]|^RESULT' ; }"]
-    native = "; ".join("run native %s %s" % (w, vmrun.WORKLOADS[w]) for w in workloads)
-    dbt = "; ".join("run dbt %s %s" % (w, vmrun.WORKLOADS[w]) for w in workloads)
-    warm = "; ".join("./%s >/dev/null 2>&1" % vmrun.WORKLOADS[w] for w in workloads)
-    on = "insmod /opt/rv/replayvm.ko dbt=1 || echo BENCH-FAIL; " + warm
-    off = "grep -E '^(kernel_time|entries_translated|blocks)' /proc/replayvm; rmmod replayvm || echo BENCH-FAIL"
-    for r in range(reps):
-        if r % 2 == 0:
-            lines += [native, on, dbt, off]
-        else:
-            lines += [on, dbt, off, native]
-    return "\n".join(lines)
+    # the kernel command line holds at most 2048 bytes (base64): shell functions
+    cmds = " ".join("'%s'" % vmrun.WORKLOADS[w] for w in workloads)
+    return "\n".join([
+        "cd /opt/rv/bin",
+        "R(){ m=$1;shift;echo \"BENCH $m ${1%% *}\";./$1 2>&1|grep -E ' s[,;( ]|^RESULT';}",
+        "A(){ m=$1;shift;for c in \"$@\";do R $m \"$c\";done;}",
+        "W(){ for c in \"$@\";do ./$c >/dev/null 2>&1;done;}",
+        "ON(){ insmod /opt/rv/replayvm.ko dbt=1||echo BENCH-FAIL;W \"$@\";}",
+        "OFF(){ grep -E '^(kernel_time|entries_tr|blocks)' /proc/replayvm;rmmod replayvm||echo BENCH-FAIL;}",
+        "set -- " + cmds,
+        "W \"$@\"",   # warm the page cache and the workloads' files natively first
+        "r=0;while [ $r -lt %d ];do" % reps,
+        " if [ $((r%2)) = 0 ];then A native \"$@\";ON \"$@\";A dbt \"$@\";OFF",
+        " else ON \"$@\";A dbt \"$@\";OFF;A native \"$@\";fi;r=$((r+1))",
+        "done",
+    ])
 
 
 def parse(out):
@@ -57,10 +61,11 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--image", default=os.environ.get("RV_IMAGE", vmrun.IMAGE))
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--serial-log")
     ap.add_argument("workloads", nargs="*", default=DEFAULT)
     a = ap.parse_args()
     r = vmrun.run(vcpus=a.vcpus, cmd=guest_script(a.workloads, a.reps), timeout=a.timeout,
-                  accel="tcg", image=a.image)
+                  accel="tcg", image=a.image, serial_log=a.serial_log)
     if r.status != 0 or "BENCH-FAIL" in r.output:
         print(r.console[-4000:])
         return 1

@@ -18,12 +18,16 @@
 #include <linux/sched/task_stack.h>
 #include <linux/delay.h>
 #include "rv.h"
+#include "instrument.h"
 
 static bool dbt;
 module_param(dbt, bool, 0444);
 MODULE_PARM_DESC(dbt, "run the kernel from the code cache (identity translation)");
 module_param_named(callret, rv_callret, bool, 0444);
 MODULE_PARM_DESC(callret, "identity-translate call/ret (code-cache return addresses on stacks, rewritten at switch-off; thesis 3.3/3.7); 0: calls push native return addresses and returns go through the jumptable");
+static char *instr = "none";
+module_param(instr, charp, 0444);
+MODULE_PARM_DESC(instr, "instrumentation of translated code: none, count (inline counters of memory accesses and deterministic points)");
 static bool selftest;
 module_param(selftest, bool, 0444);
 MODULE_PARM_DESC(selftest, "decode the whole kernel text at load and report coverage");
@@ -110,6 +114,9 @@ static int __init replayvm_init(void)
 	if (!dbt)
 		return 0;
 
+	ret = rv_instr_select(instr);
+	if (ret)
+		goto out_stats;
 	ret = rv_translate_init();
 	if (ret)
 		goto out_stats;

@@ -112,9 +112,11 @@ struct rv_entry_counts {
 	u64 samp_user;		/* interrupts that hit user mode */
 };
 extern struct rv_entry_counts rv_entries;
-#define RV_RING 64
+#define RV_RING 256
 extern unsigned long rv_native_ring[RV_RING];
 void rv_sample_native(unsigned long ip);
+void rv_sample_trans(unsigned long ip);
+extern unsigned long rv_trans_ring[RV_RING];
 
 int rv_translate_init(void);
 void rv_translate_exit(void);

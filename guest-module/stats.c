@@ -4,6 +4,7 @@
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include "rv.h"
+#include "instrument.h"
 
 static u64 sum(size_t off)
 {
@@ -51,8 +52,21 @@ static int rv_show(struct seq_file *m, void *v)
 	 * dispatcher's own time is reported separately) */
 	seq_printf(m, "kernel_time_translated_pct %llu\n", st + sn ? 100 * st / (st + sn) : 0);
 	seq_printf(m, "kernel_time_dispatcher_pct %llu\n", st + sn + sd ? 100 * sd / (st + sn + sd) : 0);
+	if (rv_instr) {
+		seq_printf(m, "instr %s\n", rv_instr->name);
+		seq_printf(m, "instr_mem_read %llu\n", READ_ONCE(rv_instr_mem_count[RV_MEM_READ]));
+		seq_printf(m, "instr_mem_write %llu\n", READ_ONCE(rv_instr_mem_count[RV_MEM_WRITE]));
+		seq_printf(m, "instr_mem_readwrite %llu\n", READ_ONCE(rv_instr_mem_count[3]));
+		seq_printf(m, "instr_dp_io %llu\n", READ_ONCE(rv_instr_dp_count[RV_DP_IO]));
+		seq_printf(m, "instr_dp_rdtsc %llu\n", READ_ONCE(rv_instr_dp_count[RV_DP_RDTSC]));
+		seq_printf(m, "instr_dp_pause %llu\n", READ_ONCE(rv_instr_dp_count[RV_DP_PAUSE]));
+		seq_printf(m, "instr_dp_backedge %llu\n", READ_ONCE(rv_instr_dp_count[RV_DP_BACKEDGE]));
+	}
 	seq_printf(m, "selftest_insns %lu\n", rv_selftest_insns);
 	seq_printf(m, "selftest_undecodable %lu\n", rv_selftest_bad);
+	for (i = 0; i < RV_RING; i++)
+		if (rv_trans_ring[i])
+			seq_printf(m, "trans_sample %pS\n", (void *)rv_trans_ring[i]);
 	for (i = 0; i < RV_RING; i++)
 		if (rv_native_ring[i])
 			seq_printf(m, "native_sample %pS\n", (void *)rv_native_ring[i]);

@@ -33,6 +33,16 @@ struct rv_entry_counts rv_entries;
 unsigned long rv_native_ring[RV_RING];
 atomic_t rv_native_ring_idx;
 
+unsigned long rv_trans_ring[RV_RING];
+atomic_t rv_trans_ring_idx;
+
+/* an interrupt hit translated code: keep the native rip it stands for */
+void rv_sample_trans(unsigned long ip)
+{
+	rv_trans_ring[(unsigned int)atomic_inc_return(&rv_trans_ring_idx) % RV_RING] =
+		rv_cache_to_native(ip);
+}
+
 /* an interrupt hit native kernel code: keep its rip for /proc/replayvm */
 void rv_sample_native(unsigned long ip)
 {
@@ -283,7 +293,7 @@ unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 	struct rv_cache *c = rv_cache;
 	unsigned long lo = (unsigned long)c->base;
 	int ripo = errcode ? 8 : 0, cso = ripo + 8;
-	u8 *start = rv_cache_alloc(160, 16), *j1, *j2;
+	u8 *start = rv_cache_alloc(192, 16), *j1, *j2;
 	struct rv_emit e;
 
 	if (!start)
@@ -314,6 +324,13 @@ unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 		e_jmp(&e, handler_tr);
 	} else {
 		e_lock_inc(&e, &rv_entries.samp_trans);
+		/* remember where (rv_sample_trans(rip)) */
+		e_u8(&e, 0x50);
+		e_push_scratch(&e);
+		e_u8(&e, 0x48); e_u8(&e, 0x8b); e_u8(&e, 0x7c); e_u8(&e, 0x24); e_u8(&e, 0x48); /* mov 0x48(%rsp),%rdi */
+		e_call(&e, (unsigned long)rv_sample_trans);
+		e_pop_scratch(&e);
+		e_u8(&e, 0x58);
 		e_jmp(&e, handler_tr);
 		*j2 = (u8)(e.p - (j2 + 1));
 		e_lock_inc(&e, &rv_entries.samp_native);
@@ -329,7 +346,7 @@ unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 		e_lock_inc(&e, &rv_entries.samp_user);
 		e_jmp(&e, handler_tr);
 	}
-	BUG_ON(e.p > start + 160);
+	BUG_ON(e.p > start + 192);
 	return (unsigned long)start;
 }
 

@@ -27,6 +27,7 @@
 #include <linux/hash.h>
 #include "rv.h"
 #include "emit.h"
+#include "instrument.h"
 
 #define HASH_BITS 16
 static struct rv_block **hash;
@@ -178,7 +179,7 @@ static void link_exit(struct rv_emit *e, struct exit *x)
 }
 
 #define MAX_EXITS (RV_MAX_INSNS + 2)
-#define BLOCK_MAX_BYTES (RV_MAX_INSNS * 32 + MAX_EXITS * 32 + 64)
+#define BLOCK_MAX_BYTES (RV_MAX_INSNS * 64 + MAX_EXITS * 32 + 64)
 
 /* translate the block at @pc; rv_lock held */
 static struct rv_block *translate(unsigned long pc0)
@@ -224,6 +225,7 @@ static struct rv_block *translate(unsigned long pc0)
 		op1 = insn.opcode.nbytes > 1 ? insn.opcode.bytes[1] : 0;
 		reg = insn.modrm.nbytes ? X86_MODRM_REG(insn.modrm.bytes[0]) : 0;
 		tgt = next + insn.immediate.value;
+		rv_instrument(&e, &insn, pc, next);
 
 		switch (op0) {
 		case 0xe8:				/* call rel32 */
