@@ -66,7 +66,10 @@ static void translate_returns(struct task_struct *t)
 	     rv_k.unwind_next_frame(&st)) {
 		unsigned long *p = rv_k.unwind_ret_ptr(&st), tr;
 
-		if (!p || !rv_translatable(*p))
+		/* not the rip of an interrupt/exception frame: a task sleeping
+		 * in a fault handler may still look it up in the exception
+		 * tables (it comes back into the cache through kret_fix) */
+		if (st.regs || !p || !rv_translatable(*p))
 			continue;
 		tr = rv_lookup_or_translate(*p);
 		if (tr != *p) {
