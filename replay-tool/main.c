@@ -56,8 +56,8 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return EXIT_OK;
 	}
-	/* "replay-vm --log run.rr ..." is the replay command */
-	if (!strcmp(argv[1], "--log") || !strncmp(argv[1], "--log=", 6))
+	/* "replay-vm [--qemu Q ...] --log run.rr ..." is the replay command */
+	if (!strncmp(argv[1], "--", 2))
 		return cmd_replay(argc, argv);
 	for (size_t i = 0; i < N_COMMANDS; i++)
 		if (!strcmp(commands[i].name, argv[1]))

@@ -92,7 +92,8 @@ def test_gdb_breaks_on_a_kernel_function_with_the_same_registers_twice(smp_log):
     seen = []
     for _ in range(2):
         out, err, status = _gdb_session(smp_log, cmds)
-        assert "Thread 2 hit Breakpoint 1" in out and "in vfs_read" in out, out[-2000:]
+        assert "Thread 2 hit Breakpoint 1" in out and "in vfs_read" in out, \
+            out[-2000:] + "\n--- replay stderr ---\n" + err[-3000:]
         regs = REGS.findall(out)
         assert [r for r, _ in regs] == ["rip", "rsp", "rdi", "rsi", "rdx"], out[-2000:]
         seen.append((regs, STACK.findall(out)))
