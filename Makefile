@@ -42,6 +42,7 @@ build/image/kallsyms.elf: build/image/vmlinuz build/image/initramfs.cpio.gz vm-i
 unit-test: rrlog tools workloads guest
 	$(MAKE) -C rrlog test
 	$(MAKE) -C replay-tool test
+	$(MAKE) -C guest-module/crew test
 	$(MAKE) -C vm-images/workloads check
 	$(PY) -m pytest -q vm-images/test_vmrun_unit.py
 
@@ -52,9 +53,15 @@ test: unit-test integration-test
 
 # make test plus the 4-vCPU record/replay runs of every workload
 # (tests/test_rr_smp.py; the default suite runs a 4-vCPU subset)
-.PHONY: test-full
+.PHONY: test-full experiment
 test-full:
 	REPLAYVM_FULL=1 $(MAKE) test
+
+# page- vs byte-CREW side by side (issue 9): CSV, markdown and plots in
+# EXP_OUT; the full run takes hours here, QUICK=1 a few minutes
+EXP_OUT ?= build/experiment
+experiment: qemu image tools
+	$(PY) bench/experiment.py -v --out $(EXP_OUT) $(if $(QUICK),--quick) $(EXP_ARGS)
 
 demo: qemu image tools
 	DEMO_VCPUS=$(or $(VCPUS),2) $(PY) tests/demo.py

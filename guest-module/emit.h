@@ -55,6 +55,21 @@ static inline u8 *e_call(struct rv_emit *e, unsigned long target)
 	return f;
 }
 
+/*
+ * call from a stub, then clear the return-address slot the call left below
+ * %rsp: a stale stub address there could later sit inside a deeper frame's
+ * uninitialised slot, and switch-off (which scans whole stacks) would have
+ * to keep the code cache for it.  Flags are not touched; no red zone.
+ */
+static inline void e_call_scrub(struct rv_emit *e, unsigned long target)
+{
+	static const u8 clr[] = { 0x48, 0xc7, 0x44, 0x24, 0xf8, 0, 0, 0, 0 };	/* movq $0,-8(%rsp) */
+
+	e_call(e, target);
+	memcpy(e->p, clr, sizeof(clr));
+	e->p += sizeof(clr);
+}
+
 /* push $imm32 (sign-extended: kernel text and module addresses fit) */
 static inline void e_push_imm(struct rv_emit *e, unsigned long v)
 {

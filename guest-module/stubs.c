@@ -122,7 +122,9 @@ int rv_stubs_build(void)
 	e.p = PTR_ALIGN(e.p, 16);
 	c->chain_off = (unsigned long)e.p;
 	{
-		static const u8 op[] = { 0x48, 0x8d, 0x64, 0x24, 0x08, 0xc3 }; /* lea 8(%rsp),%rsp; ret */
+		/* movq $0,(%rsp) (the exit stub's return address, see e_call_scrub); lea 8(%rsp),%rsp; ret */
+		static const u8 op[] = { 0x48, 0xc7, 0x04, 0x24, 0, 0, 0, 0,
+					 0x48, 0x8d, 0x64, 0x24, 0x08, 0xc3 };
 		e_bytes(&e, op, sizeof(op));
 	}
 
@@ -189,7 +191,7 @@ int rv_stubs_build(void)
 			0x31, 0xf6,				/* xor %esi,%esi */
 		};
 		e_bytes(&e, op, sizeof(op));
-		e_call(&e, (unsigned long)rv_dispatch);
+		e_call_scrub(&e, (unsigned long)rv_dispatch);
 	}
 	e_gs_leave(&e);
 	{
@@ -211,7 +213,7 @@ int rv_stubs_build(void)
 			0x48, 0x8b, 0x74, 0x24, 0x58,		/* mov 0x58(%rsp),%rsi */
 		};
 		e_bytes(&e, op, sizeof(op));
-		e_call(&e, (unsigned long)rv_dispatch);
+		e_call_scrub(&e, (unsigned long)rv_dispatch);
 	}
 	e_gs_leave(&e);
 	{
@@ -220,7 +222,9 @@ int rv_stubs_build(void)
 	}
 	e_restore_all(&e);
 	{
-		static const u8 op[] = { 0x48, 0x8d, 0x64, 0x24, 0x08, 0xc3 }; /* lea 8(%rsp),%rsp; ret */
+		/* movq $0,(%rsp) (the exit stub's return address, see e_call_scrub); lea 8(%rsp),%rsp; ret */
+		static const u8 op[] = { 0x48, 0xc7, 0x04, 0x24, 0, 0, 0, 0,
+					 0x48, 0x8d, 0x64, 0x24, 0x08, 0xc3 };
 		e_bytes(&e, op, sizeof(op));
 	}
 
@@ -239,7 +243,7 @@ int rv_stubs_build(void)
 	{
 		static const u8 op[] = { 0x48, 0x8b, 0x7c, 0x24, 0x60 };	/* mov 0x60(%rsp),%rdi */
 		e_bytes(&e, op, sizeof(op));
-		e_call(&e, (unsigned long)rv_kret);
+		e_call_scrub(&e, (unsigned long)rv_kret);
 	}
 	e_gs_leave(&e);
 	{
@@ -300,9 +304,9 @@ unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 		return 0;
 	e.p = start;
 	e_lock_inc(&e, exception ? &rv_entries.exceptions : &rv_entries.interrupts);
-	/* testb $3, cso(%rsp); jnz user */
+	/* testb $3, cso(%rsp); jnz user (rel32: the sample paths are long) */
 	e_u8(&e, 0xf6); e_u8(&e, 0x44); e_u8(&e, 0x24); e_u8(&e, cso); e_u8(&e, 0x03);
-	e_u8(&e, 0x75); j1 = e.p; e_u8(&e, 0);
+	e_u8(&e, 0x0f); e_u8(&e, 0x85); j1 = e.p; e_u32(&e, 0);	/* jnz rel32 */
 	/* push %rax; mov ripo+8(%rsp),%rax; sub $lo,%rax; cmp $size,%rax; pop %rax; jae native */
 	e_u8(&e, 0x50);
 	e_u8(&e, 0x48); e_u8(&e, 0x8b); e_u8(&e, 0x44); e_u8(&e, 0x24); e_u8(&e, ripo + 8);
@@ -316,11 +320,12 @@ unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 		e_push_scratch(&e);
 		e_u8(&e, 0x48); e_u8(&e, 0x8d); e_u8(&e, 0x7c); e_u8(&e, 0x24); e_u8(&e, 0x48); /* lea 0x48(%rsp),%rdi */
 		e_u8(&e, 0xbe); e_u32(&e, errcode ? 1 : 0);	/* mov $errcode,%esi */
-		e_call(&e, (unsigned long)rv_fix_exc_frame);
+		e_call_scrub(&e, (unsigned long)rv_fix_exc_frame);
 		e_pop_scratch(&e);
 		e_u8(&e, 0x58);
+		BUG_ON(e.p - (j2 + 1) > 127);
 		*j2 = (u8)(e.p - (j2 + 1));
-		*j1 = (u8)(e.p - (j1 + 1));
+		*(s32 *)j1 = (s32)(e.p - (j1 + 4));
 		e_jmp(&e, handler_tr);
 	} else {
 		e_lock_inc(&e, &rv_entries.samp_trans);
@@ -328,21 +333,22 @@ unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 		e_u8(&e, 0x50);
 		e_push_scratch(&e);
 		e_u8(&e, 0x48); e_u8(&e, 0x8b); e_u8(&e, 0x7c); e_u8(&e, 0x24); e_u8(&e, 0x48); /* mov 0x48(%rsp),%rdi */
-		e_call(&e, (unsigned long)rv_sample_trans);
+		e_call_scrub(&e, (unsigned long)rv_sample_trans);
 		e_pop_scratch(&e);
 		e_u8(&e, 0x58);
 		e_jmp(&e, handler_tr);
+		BUG_ON(e.p - (j2 + 1) > 127);
 		*j2 = (u8)(e.p - (j2 + 1));
 		e_lock_inc(&e, &rv_entries.samp_native);
 		/* remember where (rv_sample_native(rip)) */
 		e_u8(&e, 0x50);
 		e_push_scratch(&e);
 		e_u8(&e, 0x48); e_u8(&e, 0x8b); e_u8(&e, 0x7c); e_u8(&e, 0x24); e_u8(&e, 0x48); /* mov 0x48(%rsp),%rdi */
-		e_call(&e, (unsigned long)rv_sample_native);
+		e_call_scrub(&e, (unsigned long)rv_sample_native);
 		e_pop_scratch(&e);
 		e_u8(&e, 0x58);
 		e_jmp(&e, handler_tr);
-		*j1 = (u8)(e.p - (j1 + 1));
+		*(s32 *)j1 = (s32)(e.p - (j1 + 4));
 		e_lock_inc(&e, &rv_entries.samp_user);
 		e_jmp(&e, handler_tr);
 	}

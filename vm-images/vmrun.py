@@ -8,6 +8,7 @@ import base64
 import dataclasses
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
@@ -52,6 +53,24 @@ class Result:
     qemu_status: int
     seconds: float
     argv: list
+    marks: list = dataclasses.field(default_factory=list)  # (seconds, line) of RVMARK lines
+
+
+class MarkClock:
+    """Host arrival time of the guest's "RVMARK ..." console lines, so that a
+    benchmark can time the workload itself (boot excluded) the same way in
+    a plain run, a recording and a replay."""
+    def __init__(self, t0):
+        self.t0, self.partial, self.marks = t0, b"", []
+
+    def feed(self, data):
+        now = time.monotonic() - self.t0
+        lines = (self.partial + data).split(b"\n")
+        self.partial = lines.pop()
+        for l in lines:
+            l = l.decode(errors="replace").strip()
+            if l.startswith("RVMARK"):
+                self.marks.append((now, l))
 
 
 def hw_kvm_available():
@@ -176,11 +195,13 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, start_new_session=True, env=env)
         chunks, timed_out = [], False
+        clock = MarkClock(t0)
         os.set_blocking(p.stdout.fileno(), False)
         while True:
             data = p.stdout.read()
             if data:
                 chunks.append(data)
+                clock.feed(data)
                 if echo:
                     sys.stderr.write(data.decode(errors="replace"))
                     sys.stderr.flush()
@@ -194,7 +215,7 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 break
-            time.sleep(0.05)
+            select.select([p.stdout], [], [], 0.05)     # wake on output (RVMARK times)
         seconds = time.monotonic() - t0
         console = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
         if serial_log:
@@ -205,4 +226,4 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
             status = EXIT_TIMEOUT
         elif status is None:
             status = EXIT_NO_RESULT
-        return Result(status, output, console, p.returncode, seconds, argv)
+        return Result(status, output, console, p.returncode, seconds, argv, clock.marks)

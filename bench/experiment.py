@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Page- vs byte-granular CREW, side by side (thesis Table 4.1, Fig. 4.8/4.9).
+
+For each workload and vCPU count the variants run interleaved, rep after
+rep, so that load on a shared machine hits them alike:
+
+  plain         unrecorded TCG (MTTCG), no guest module
+  dbt           guest module loaded with identity translation (dbt=1)
+  page-record   recording with page-granular CREW (softmmu TLB)
+  page-replay   replay of that recording
+  byte-record   recording with byte-granular CREW (guest module)
+  byte-replay   replay of that recording
+
+Time is the workload's own runtime seen from the host: the arrival of the
+guest's "RVMARK start" and "RVMARK end" console lines (boot and shutdown
+excluded), the same clock for a plain run, a recording and a replay.
+Medians over the reps; ratios to plain.  From the last recording of each
+kind: log size, log growth MB/s (size / recording time of the whole run),
+events, CREW transfers per second and, for page-CREW, the false-sharing
+estimate of `replay-vm crew-stats`.
+
+A variant that cannot run is reported, not hidden: byte-CREW recording is
+refused by QEMU until the guest module provides it (issue 7), and its cells
+say so ("n/a").  A run that fails is FAIL in its cell and the rest goes on.
+
+Writes into --out DIR: results.csv, results.md (table + machine), and
+fig_overhead.png (Fig. 4.8 style: runtime / plain per workload and variant,
+one panel per vCPU count), fig_log.png (Fig. 4.9 style: log growth MB/s) and
+fig_transfers.png (ownership transfers/s).
+
+  bench/experiment.py --out bench/results/experiment       # full (hours)
+  bench/experiment.py --quick --out /tmp/exp                # a few minutes
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "vm-images"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+import rrtest  # noqa: E402
+import vmrun  # noqa: E402
+
+# Table 4.1 workloads, sized for TCG on a small host (plain: a second or
+# two), each with a short warm-up run before the timed one (untimed, in
+# every variant alike: the translator's code cache, the page cache)
+WORKLOADS = {
+    "read": ("read -n 3000", "read -n 200"),
+    "readdir": ("readdir -f 100 -n 400", "readdir -f 100 -n 20"),
+    "ipc": ("ipc -n 20000", "ipc -n 1000"),
+    "socket": ("socket -n 6000", "socket -n 300"),
+    "forkwait": ("forkwait -n 200", "forkwait -n 10"),
+    "http": ("http -n 400 -c 10", "http -n 20 -c 10"),
+}
+QUICK_WORKLOADS = {"read": ("read -n 1000", "read -n 100")}
+VARIANTS = ["plain", "dbt", "page-record", "page-replay", "byte-record", "byte-replay"]
+BYTE_NA = "byte-CREW recording is not available yet (QEMU refuses crew=byte until the guest module provides it)"
+COLUMNS = (["workload", "vcpus"] + ["%s_s" % v for v in VARIANTS] +
+           ["%s_ratio" % v for v in VARIANTS if v != "plain"] +
+           ["page_log_mb", "page_log_mb_per_s", "page_events", "page_transfers_per_s",
+            "page_false_sharing", "byte_log_mb", "byte_log_mb_per_s", "byte_transfers_per_s",
+            "reps", "failures", "not_available"])
+
+
+class Failed(Exception):
+    pass
+
+
+def guest_cmd(work, dbt=False):
+    cmd, warm = work
+    body = ("/opt/rv/bin/%s >/dev/null; echo RVMARK start; /opt/rv/bin/%s; rc=$?; "
+            "echo RVMARK end; " % (warm, cmd))
+    if dbt:
+        return ("insmod /opt/rv/replayvm.ko dbt=1 || exit 90; " + body +
+                "rmmod replayvm || exit 91; exit $rc")
+    return body + "exit $rc"
+
+
+def span(marks, what):
+    t = {l.split()[1]: s for s, l in marks if len(l.split()) > 1}
+    if "start" not in t or "end" not in t:
+        raise Failed("%s: no RVMARK start/end on the console" % what)
+    return t["end"] - t["start"]
+
+
+def run_plain(vcpus, cmd, timeout, dbt=False):
+    r = vmrun.run(vcpus=vcpus, cmd=guest_cmd(cmd, dbt), accel="tcg", timeout=timeout)
+    if r.status != 0:
+        raise Failed("exit %d: %s" % (r.status, r.console[-300:]))
+    return span(r.marks, "plain")
+
+
+def run_record(vcpus, cmd, timeout, log, crew):
+    t0 = time.monotonic()
+    r = vmrun.run(vcpus=vcpus, cmd=guest_cmd(cmd), accel="tcg", timeout=timeout, record=log,
+                  crew=crew if vcpus > 1 else None)
+    if r.status != 0:
+        raise Failed("recording exit %d: %s" % (r.status, r.console[-300:]))
+    return span(r.marks, "record"), time.monotonic() - t0
+
+
+def run_replay(log, timeout):
+    t0 = time.monotonic()
+    p = subprocess.Popen([rrtest.REPLAY_VM, "--log", log, "--timeout", str(timeout), "--no-progress"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    clock = vmrun.MarkClock(t0)
+    for line in iter(p.stdout.readline, b""):
+        clock.feed(line)
+    err = p.stderr.read().decode(errors="replace")
+    if p.wait() != 0 or "REPLAY OK" not in err:
+        raise Failed("replay: %s" % err.strip().splitlines()[-1:])
+    return span(clock.marks, "replay")
+
+
+def log_stats(log, wall):
+    out = subprocess.run([rrtest.REPLAY_VM, "crew-stats", log, "--json", "--top", "0"],
+                         stdout=subprocess.PIPE, check=True).stdout.decode()
+    s = json.loads(out)
+    dur = s.get("duration_s") or wall
+    mb = os.path.getsize(log) / 1e6
+    return {"log_mb": mb, "log_mb_per_s": mb / dur, "events": s["events"],
+            "transfers_per_s": s["transfers"] / dur,
+            "false_sharing": s.get("false_sharing_share") if s.get("page_transfers") else None}
+
+
+def byte_crew_available():
+    """Does this QEMU accept crew=byte?  (It refuses at option parsing.)"""
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([vmrun.QEMU, "-rr", "record,log=%s/x.rr,crew=byte" % d, "-M", "none",
+                            "-display", "none", "-nodefaults", "-S", "-qmp", "stdio"],
+                           input=b'{"execute":"qmp_capabilities"}{"execute":"quit"}',
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    return b"crew=byte" not in p.stderr
+
+
+def measure(w, cmd, vcpus, reps, timeout, byte_ok, verbose):
+    times = {v: [] for v in VARIANTS}
+    fails, stats = [], {}
+    with tempfile.TemporaryDirectory(prefix="rv-exp-") as tmp:
+        logs = {"page": os.path.join(tmp, "page.rr"), "byte": os.path.join(tmp, "byte.rr")}
+        for rep in range(reps):
+            for v in VARIANTS:
+                kind = v.split("-")[0]
+                if kind == "byte" and not byte_ok:
+                    continue
+                if v.endswith("replay") and not os.path.exists(logs[kind]):
+                    continue
+                if verbose:
+                    print("  %s %d vCPU rep %d: %s" % (w, vcpus, rep + 1, v), file=sys.stderr, flush=True)
+                try:
+                    if v == "plain":
+                        times[v].append(run_plain(vcpus, cmd, timeout))
+                    elif v == "dbt":
+                        times[v].append(run_plain(vcpus, cmd, timeout, dbt=True))
+                    elif v.endswith("record"):
+                        if os.path.exists(logs[kind]):
+                            os.unlink(logs[kind])
+                        s, wall = run_record(vcpus, cmd, timeout, logs[kind], kind)
+                        times[v].append(s)
+                        stats[kind] = log_stats(logs[kind], wall)
+                    else:
+                        times[v].append(run_replay(logs[kind], timeout))
+                except (Failed, subprocess.SubprocessError, OSError, vmrun.SetupError) as e:
+                    print("  ! %s %d vCPU %s: %s" % (w, vcpus, v, str(e)[:400]), file=sys.stderr, flush=True)
+                    fails.append(v)
+    row = {"workload": w, "vcpus": vcpus, "reps": reps, "failures": " ".join(sorted(set(fails))),
+           "not_available": "" if byte_ok else "byte-record byte-replay"}
+    med = {v: statistics.median(t) if t else None for v, t in times.items()}
+    for v in VARIANTS:
+        row["%s_s" % v] = med[v]
+        if v != "plain":
+            row["%s_ratio" % v] = med[v] / med["plain"] if med[v] and med["plain"] else None
+    for kind in ("page", "byte"):
+        for k, val in stats.get(kind, {}).items():
+            row["%s_%s" % (kind, k)] = val
+    return row
+
+
+def cell(row, v):
+    if v.startswith("byte") and v in row["not_available"].split():
+        return "n/a"
+    t = row.get("%s_s" % v)
+    txt = "-" if t is None else "%.2f" % t
+    if v != "plain" and row.get("%s_ratio" % v) is not None:
+        txt += " (%.2fx)" % row["%s_ratio" % v]
+    if v in row["failures"].split():
+        txt += " FAIL"
+    return txt
+
+
+def fmt(v, spec):
+    return "-" if v is None else spec % v
+
+
+def markdown(rows, machine):
+    out = ["Workload runtime in seconds (host clock between the guest's RVMARK lines; "
+           "median of %d reps) and ratio to plain." % rows[0]["reps"] if rows else "", "",
+           "| workload | vCPUs | " + " | ".join(VARIANTS) + " | page log MB/s | page transfers/s "
+           "| page false sharing | byte log MB/s | byte transfers/s |",
+           "|" + "---|" * (len(VARIANTS) + 7)]
+    for r in rows:
+        fs = r.get("page_false_sharing")
+        out.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+            r["workload"], r["vcpus"], " | ".join(cell(r, v) for v in VARIANTS),
+            fmt(r.get("page_log_mb_per_s"), "%.2f"),
+            fmt(r.get("page_transfers_per_s") if r["vcpus"] > 1 else None, "%.0f"),
+            "-" if fs is None else "%.0f%%" % (100 * fs),
+            "n/a" if r["not_available"] else fmt(r.get("byte_log_mb_per_s"), "%.2f"),
+            "n/a" if r["not_available"] else fmt(r.get("byte_transfers_per_s"), "%.0f")))
+    out += ["", "Machine: " + ", ".join("%s %s" % kv for kv in machine.items())]
+    if rows and rows[0]["not_available"]:
+        out += ["", "n/a: " + BYTE_NA + "."]
+    return "\n".join(out) + "\n"
+
+
+def plots(rows, outdir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    vcpus = sorted({r["vcpus"] for r in rows})
+    wls = list(dict.fromkeys(r["workload"] for r in rows))
+    by = {(r["workload"], r["vcpus"]): r for r in rows}
+
+    def bars(fname, series, ylabel, title, log=False):
+        fig, axes = plt.subplots(1, len(vcpus), figsize=(5 * len(vcpus), 4), squeeze=False)
+        width = 0.8 / len(series)
+        for ax, n in zip(axes[0], vcpus):
+            for i, (label, key) in enumerate(series):
+                ys = [by.get((w, n), {}).get(key) or 0 for w in wls]
+                ax.bar([x + i * width for x in range(len(wls))], ys, width, label=label)
+            ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(wls))])
+            ax.set_xticklabels(wls, rotation=30)
+            ax.set_title("%s, %d vCPU%s" % (title, n, "s" if n > 1 else ""))
+            ax.set_ylabel(ylabel)
+            if log:
+                ax.set_yscale("log")
+            ax.grid(axis="y", alpha=0.3)
+        axes[0][0].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, fname), dpi=90)
+        plt.close(fig)
+
+    bars("fig_overhead.png", [(v, "%s_ratio" % v) for v in VARIANTS if v != "plain"],
+         "runtime / unrecorded", "Overhead (Fig. 4.8)")
+    bars("fig_log.png", [("page-CREW", "page_log_mb_per_s"), ("byte-CREW", "byte_log_mb_per_s")],
+         "log growth MB/s", "Log growth (Fig. 4.9)")
+    bars("fig_transfers.png", [("page-CREW", "page_transfers_per_s"), ("byte-CREW", "byte_transfers_per_s")],
+         "ownership transfers / s", "CREW transfers")
+
+
+def machine_info():
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    ver = os.path.join(os.path.dirname(vmrun.QEMU), "VERSION")
+    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "host": platform.node(), "cpus": os.cpu_count(), "cpu": model,
+            "load": "%.1f" % os.getloadavg()[0], "accel": "TCG (MTTCG)",
+            "qemu": open(ver).read().strip() if os.path.exists(ver) else "?"}
+
+
+def parse_vcpus(text):
+    try:
+        v = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        v = []
+    if not v or min(v) < 1:
+        raise argparse.ArgumentTypeError("--vcpus wants N or N,N,...: %r" % text)
+    return v
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="\n".join(__doc__.split("\n")[2:]))
+    ap.add_argument("--vcpus", type=parse_vcpus, help="vCPU counts (default 1,2,4; --quick 1,2)")
+    ap.add_argument("--reps", type=int, help="repetitions (default 3; --quick 1)")
+    ap.add_argument("--quick", action="store_true", help="read only, 1 and 2 vCPUs, 1 rep (checks the pipeline)")
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per VM run (default 900)")
+    ap.add_argument("--out", required=True, metavar="DIR", help="results folder")
+    ap.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+    ap.add_argument("workloads", nargs="*", help="subset of: " + ", ".join(WORKLOADS))
+    a = ap.parse_args()
+    table = QUICK_WORKLOADS if a.quick else WORKLOADS
+    for w in a.workloads:
+        if w not in table:
+            ap.error("unknown workload %r (known: %s)" % (w, ", ".join(table)))
+    wls = a.workloads or list(table)
+    vcpus = a.vcpus or ([1, 2] if a.quick else [1, 2, 4])
+    reps = a.reps or (1 if a.quick else 3)
+    if reps < 1:
+        ap.error("--reps must be >= 1")
+    os.makedirs(a.out, exist_ok=True)
+    byte_ok = byte_crew_available()
+    if not byte_ok:
+        print("experiment: " + BYTE_NA + "; those columns are n/a", file=sys.stderr)
+    machine = machine_info()
+    rows = []
+    with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
+        cw = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
+        cw.writeheader()
+        for w in wls:
+            for n in vcpus:
+                r = measure(w, table[w], n, reps, a.timeout, byte_ok, a.verbose)
+                rows.append(r)
+                cw.writerow({k: ("%.4g" % v if isinstance(v, float) else ("" if v is None else v))
+                             for k, v in r.items()})
+                f.flush()
+                print("%s %d vCPU: %s" % (w, n, "  ".join("%s %s" % (v, cell(r, v)) for v in VARIANTS)),
+                      flush=True)
+    machine["load_end"] = "%.1f" % os.getloadavg()[0]
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write(markdown(rows, machine))
+    plots(rows, a.out)
+    print("experiment: results in %s (results.csv, results.md, fig_*.png)" % a.out)
+    return 1 if any(r["failures"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
