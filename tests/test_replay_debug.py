@@ -26,7 +26,10 @@ STOPPED = re.compile(r"replay-vm:   vcpu \d+ at \(.*\)")
 @pytest.fixture(scope="module")
 def smp_log(tmp_path_factory):
     log = tmp_path_factory.mktemp("dbg") / "run.rr"
-    rrtest.record(log, vcpus=2, cmd="/opt/rv/bin/read -n 2000 | tail -1", timeout=600)
+    # two readers at once: both vCPUs call vfs_read hundreds of times, whatever
+    # the scheduler does (one reader alone may stay on vCPU 0)
+    rrtest.record(log, vcpus=2, timeout=600,
+                  cmd="(/opt/rv/bin/read -n 1000 & /opt/rv/bin/read -n 1000; wait) | tail -2")
     return log
 
 
