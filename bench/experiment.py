@@ -34,7 +34,6 @@ fig_transfers.png (ownership transfers/s).
 import argparse
 import csv
 import datetime
-import json
 import os
 import platform
 import statistics
@@ -48,6 +47,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "vm-images"))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import rrtest  # noqa: E402
 import vmrun  # noqa: E402
+from rr_overhead import fmt, parse_vcpus  # noqa: E402
 
 # Table 4.1 workloads, sized for TCG on a small host (plain: a few
 # seconds), each with a short warm-up run before the timed one (untimed, in
@@ -123,9 +123,7 @@ def run_replay(log, timeout):
 
 
 def log_stats(log, wall):
-    out = subprocess.run([rrtest.REPLAY_VM, "crew-stats", log, "--json", "--top", "0"],
-                         stdout=subprocess.PIPE, check=True).stdout.decode()
-    s = json.loads(out)
+    s = rrtest.crew_stats(log)
     dur = s.get("duration_s") or wall
     mb = os.path.getsize(log) / 1e6
     return {"log_mb": mb, "log_mb_per_s": mb / dur, "events": s["events"],
@@ -200,10 +198,6 @@ def cell(row, v):
     return txt
 
 
-def fmt(v, spec):
-    return "-" if v is None else spec % v
-
-
 def markdown(rows, machine):
     out = ["Workload runtime in seconds (host clock between the guest's RVMARK lines; "
            "median of %d reps) and ratio to plain." % rows[0]["reps"] if rows else "", "",
@@ -274,16 +268,6 @@ def machine_info():
             "host": platform.node(), "cpus": os.cpu_count(), "cpu": model,
             "load": "%.1f" % os.getloadavg()[0], "accel": "TCG (MTTCG)",
             "qemu": open(ver).read().strip() if os.path.exists(ver) else "?"}
-
-
-def parse_vcpus(text):
-    try:
-        v = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        v = []
-    if not v or min(v) < 1:
-        raise argparse.ArgumentTypeError("--vcpus wants N or N,N,...: %r" % text)
-    return v
 
 
 def main():

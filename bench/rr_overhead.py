@@ -23,7 +23,6 @@ also writes the rows as CSV.  A run that fails is reported in its cell
 """
 import argparse
 import csv
-import json
 import os
 import re
 import statistics
@@ -47,9 +46,7 @@ HEADER = ("| workload | vCPUs | plain s | record s | replay s | record/plain | r
 
 def log_stats(log):
     """events, CREW statistics and duration of a recording (crew-stats --json)."""
-    out = subprocess.run([rrtest.REPLAY_VM, "crew-stats", log, "--json", "--top", "0"],
-                         stdout=subprocess.PIPE, check=True).stdout.decode()
-    s = json.loads(out)
+    s = rrtest.crew_stats(log)
     s["size"] = os.path.getsize(log)
     return s
 

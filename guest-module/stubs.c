@@ -104,6 +104,17 @@ static void e_gs_leave(struct rv_emit *e)
 	e_bytes(e, op, sizeof(op));
 }
 
+/*
+ * Leave through an exit stub's frame ([rsp] = exit stub's return address,
+ * [rsp+8] = where to go): clear the return address (see e_call_scrub),
+ * drop it, return.
+ */
+static const u8 exit_ret[] = {
+	0x48, 0xc7, 0x04, 0x24, 0, 0, 0, 0,	/* movq $0,(%rsp) */
+	0x48, 0x8d, 0x64, 0x24, 0x08,		/* lea 8(%rsp),%rsp */
+	0xc3,					/* ret */
+};
+
 int rv_stubs_build(void)
 {
 	struct rv_cache *c = rv_cache;
@@ -121,12 +132,7 @@ int rv_stubs_build(void)
 	e_u8(&e, 0xc3);					/* ret */
 	e.p = PTR_ALIGN(e.p, 16);
 	c->chain_off = (unsigned long)e.p;
-	{
-		/* movq $0,(%rsp) (the exit stub's return address, see e_call_scrub); lea 8(%rsp),%rsp; ret */
-		static const u8 op[] = { 0x48, 0xc7, 0x04, 0x24, 0, 0, 0, 0,
-					 0x48, 0x8d, 0x64, 0x24, 0x08, 0xc3 };
-		e_bytes(&e, op, sizeof(op));
-	}
+	e_bytes(&e, exit_ret, sizeof(exit_ret));
 
 	/* an always-missing fast-table entry: native address 0 before it */
 	e.p = PTR_ALIGN(e.p, 16);
@@ -221,12 +227,7 @@ int rv_stubs_build(void)
 		e_bytes(&e, op, sizeof(op));
 	}
 	e_restore_all(&e);
-	{
-		/* movq $0,(%rsp) (the exit stub's return address, see e_call_scrub); lea 8(%rsp),%rsp; ret */
-		static const u8 op[] = { 0x48, 0xc7, 0x04, 0x24, 0, 0, 0, 0,
-					 0x48, 0x8d, 0x64, 0x24, 0x08, 0xc3 };
-		e_bytes(&e, op, sizeof(op));
-	}
+	e_bytes(&e, exit_ret, sizeof(exit_ret));
 
 	/*
 	 * kret_fix: called by a translated iretq that returns to kernel mode
