@@ -11,14 +11,25 @@
 #include <linux/slab.h>
 #include "rv.h"
 #include "emit.h"
+#include "crewinstr.h"
 
 struct rv_cache *rv_cache;
 static int (*set_memory_nx_p)(unsigned long addr, int numpages);
 
+/*
+ * Byte mode: instrumented blocks are several times larger, and the
+ * instrumentation's out-of-line code (slow-path stubs, doorbells) goes to
+ * a cold arena at the end of the cache.
+ */
+#define RV_CACHE_BYTE_HOT	(48UL << 20)
+#define RV_CACHE_BYTE_COLD	(16UL << 20)
+static unsigned long hot_size, cold_used;
+
 int rv_cache_create(void)
 {
 	unsigned long ft = RV_FT_SIZE * sizeof(u64);
-	unsigned long size = RV_CACHE_SIZE + ft;
+	unsigned long csize = rv_byte ? RV_CACHE_BYTE_HOT + RV_CACHE_BYTE_COLD : RV_CACHE_SIZE;
+	unsigned long size = csize + ft;
 	struct rv_cache *c;
 	u8 *mem;
 
@@ -30,16 +41,18 @@ int rv_cache_create(void)
 		kfree(c);
 		return -ENOMEM;
 	}
-	memset(mem, 0xcc, RV_CACHE_SIZE);
-	memset(mem + RV_CACHE_SIZE, 0, ft);
-	rv_k.set_memory_x((unsigned long)mem, RV_CACHE_SIZE >> PAGE_SHIFT);
+	memset(mem, 0xcc, csize);
+	memset(mem + csize, 0, ft);
+	rv_k.set_memory_x((unsigned long)mem, csize >> PAGE_SHIFT);
 	set_memory_nx_p = (void *)rv_ksym("set_memory_nx");
 
 	c->alloc_base = mem;
 	c->alloc_size = size;
 	c->base = mem;
-	c->size = RV_CACHE_SIZE;
-	c->ft_vals = (u64 *)(mem + RV_CACHE_SIZE);
+	c->size = csize;
+	c->ft_vals = (u64 *)(mem + csize);
+	hot_size = rv_byte ? RV_CACHE_BYTE_HOT : csize;
+	cold_used = hot_size;
 	rv_cache = c;
 
 	pr_info(RV_PR "code cache %px..%px (%lu KiB), text %px..%px, max distance %ld MiB\n",
@@ -66,7 +79,7 @@ void rv_cache_destroy(bool leak)
 		return;
 	}
 	if (set_memory_nx_p)
-		set_memory_nx_p((unsigned long)c->alloc_base, RV_CACHE_SIZE >> PAGE_SHIFT);
+		set_memory_nx_p((unsigned long)c->alloc_base, c->size >> PAGE_SHIFT);
 	vfree(c->alloc_base);
 	kfree(c);
 }
@@ -77,9 +90,21 @@ void *rv_cache_alloc(unsigned long size, unsigned long align)
 	struct rv_cache *c = rv_cache;
 	unsigned long off = ALIGN(c->used, align);
 
-	if (off + size > c->size)
+	if (off + size > hot_size)
 		return NULL;
 	c->used = off + size;
+	return c->base + off;
+}
+
+/* the cold arena (byte mode); caller holds rv_lock */
+void *rv_cold_alloc(unsigned long size, unsigned long align)
+{
+	struct rv_cache *c = rv_cache;
+	unsigned long off = ALIGN(cold_used, align);
+
+	if (off + size > c->size)
+		return NULL;
+	cold_used = off + size;
 	return c->base + off;
 }
 

@@ -20,6 +20,8 @@
 #include <asm/unwind.h>
 #include <asm/sync_core.h>
 #include "rv.h"
+#include "emit.h"
+#include "crewinstr.h"
 
 static gate_desc *shadow_idt;
 static struct desc_ptr shadow_descr;
@@ -80,12 +82,18 @@ static void translate_returns(struct task_struct *t)
 	atomic_long_add(n, &made_translated);
 }
 
-static int on_cpu(void *unused)
+/* this CPU onto the shadow IDT and the LSTAR stub (interrupts off) */
+void rv_entry_install_this_cpu(void)
 {
 	rv_sidt(this_cpu_ptr(&native_idt));
 	rdmsrl(MSR_LSTAR, *this_cpu_ptr(&native_lstar));
 	rv_lidt(&shadow_descr);
 	wrmsrl(MSR_LSTAR, lstar_stub);
+}
+
+static int on_cpu(void *unused)
+{
+	rv_entry_install_this_cpu();
 	if (rv_callret) {
 		translate_returns(current);	/* the stopper returns translated */
 		if (atomic_inc_return(&on_once) == 1) {
@@ -182,12 +190,29 @@ int rv_entry_on(void)
 		if (!g->bits.p || g->bits.ist)
 			continue;
 		h = gate_offset(g);
+		if (rv_byte) {
+			/*
+			 * Translated only after the host's switch (the
+			 * instrumentation depends on record vs replay): until
+			 * then the slot holds the native handler.
+			 */
+			if (!rv_translatable(h))
+				continue;
+			rv_byte_gate_native[v] = h;
+			rv_byte_gate_slot[v] = h;
+			stub = rv_emit_gate_stub_byte(v, v < 32, v < 32 && has_errcode(v),
+						      &rv_byte_gate_slot[v]);
+			if (!stub)
+				return -ENOMEM;
+			goto set;
+		}
 		th = rv_lookup_or_translate(h);
 		if (th == h)
 			continue;
 		stub = rv_emit_gate_stub(v, v < 32, v < 32 && has_errcode(v), th);
 		if (!stub)
 			return -ENOMEM;
+set:
 		g->offset_low = (u16)stub;
 		g->offset_middle = (u16)(stub >> 16);
 		g->offset_high = (u32)(stub >> 32);
@@ -197,6 +222,18 @@ int rv_entry_on(void)
 	shadow_descr.address = (unsigned long)shadow_idt;
 
 	rdmsrl(MSR_LSTAR, lstar);
+	if (rv_byte) {
+		struct rv_emit e;
+
+		rv_byte_lstar_native = rv_byte_lstar_slot = lstar;
+		lstar_stub = (unsigned long)rv_cache_alloc(16, 16);
+		if (!lstar_stub)
+			return -ENOMEM;
+		e.p = (u8 *)lstar_stub;
+		e_u8(&e, 0xff); e_u8(&e, 0x24); e_u8(&e, 0x25);	/* jmp *slot */
+		e_u32(&e, (u32)(unsigned long)&rv_byte_lstar_slot);
+		goto on;
+	}
 	th = rv_lookup_or_translate(lstar);
 	if (th == lstar)
 		return -EINVAL;
@@ -206,9 +243,16 @@ int rv_entry_on(void)
 	pr_info(RV_PR "shadow IDT: %d of %d gates translated; LSTAR %px -> %px\n",
 		nstub, (nd.size + 1) / (int)sizeof(gate_desc), (void *)lstar, (void *)lstar_stub);
 
+on:
 	WRITE_ONCE(rv_active, true);
 	atomic_set(&on_once, 0);
 	atomic_long_set(&made_translated, 0);
+	if (rv_byte) {
+		ret = stop_machine(rv_byte_stop_fn, NULL, cpu_online_mask);
+		if (ret)
+			WRITE_ONCE(rv_active, false);
+		return ret;
+	}
 	ret = stop_machine(on_cpu, NULL, cpu_online_mask);
 	if (ret)
 		WRITE_ONCE(rv_active, false);

@@ -8,14 +8,23 @@
 #include <linux/kernel.h>
 #include "rv.h"
 #include "instrument.h"
+#include "crewinstr.h"
 
 const struct rv_instrumentation *rv_instr;
 u64 rv_instr_mem_count[4], rv_instr_dp_count[RV_DP_NR];
 static unsigned long entry_lo, entry_hi, noinstr_lo, noinstr_hi;
 
+/*
+ * Entry code (it may run on the user's gs) is never instrumented.  noinstr
+ * text is left alone too, except in byte-CREW mode: it runs on the
+ * kernel's gs, and it touches shared state (context tracking, RCU's
+ * dynticks counters) whose order a replay must reproduce.
+ */
 bool rv_instr_allowed(unsigned long pc)
 {
-	return !(pc >= entry_lo && pc < entry_hi) && !(pc >= noinstr_lo && pc < noinstr_hi);
+	if (pc >= entry_lo && pc < entry_hi)
+		return false;
+	return (rv_byte && !(rv_bdebug & 16)) || !(pc >= noinstr_lo && pc < noinstr_hi);
 }
 
 /* read/write direction of the r/m operand for the common opcode classes */
@@ -135,25 +144,53 @@ static int detpoint_kind(struct insn *insn, unsigned long pc, unsigned long next
 		return RV_DP_RDTSC;
 	if (op0 == 0x90 && insn->prefixes.nbytes && insn->prefixes.bytes[0] == 0xf3)
 		return RV_DP_PAUSE;
-	if (((op0 >= 0x70 && op0 <= 0x7f) || op0 == 0xeb || op0 == 0xe9 ||
+	if (op0 == 0xf4)
+		return RV_DP_HLT;
+	if (((op0 >= 0xe0 && op0 <= 0xe3) || (op0 >= 0x70 && op0 <= 0x7f) ||
+	     op0 == 0xeb || op0 == 0xe9 ||
 	     (op0 == 0x0f && op1 >= 0x80 && op1 <= 0x8f)) && next + rel <= pc)
 		return RV_DP_BACKEDGE;
 	return -1;
 }
 
+/*
+ * "sti; hlt" must stay together (the interrupt shadow of sti covers the
+ * hlt): the hlt's deterministic point goes before the sti.
+ */
+static bool sti_hlt_pending;
+
 /* called by the translator before it emits the translation of @insn */
-void rv_instrument(struct rv_emit *e, struct insn *insn, unsigned long pc, unsigned long next)
+bool rv_instrument(struct rv_emit *e, struct insn *insn, unsigned long pc, unsigned long next)
 {
 	struct rv_memop m;
+	struct insn nx;
 	int k;
 
 	if (!rv_instr || !rv_instr_allowed(pc))
-		return;
+		return false;
 	k = detpoint_kind(insn, pc, next);
+	if (insn->opcode.bytes[0] == 0xfb && !rv_decode(&nx, next) &&
+	    nx.opcode.bytes[0] == 0xf4 && rv_instr->detpoint) {
+		rv_instr->detpoint(e, &nx, next, RV_DP_HLT);
+		sti_hlt_pending = true;
+		return false;
+	}
+	if (k == RV_DP_HLT && sti_hlt_pending)
+		k = -1;
+	sti_hlt_pending = false;
 	if (k >= 0 && rv_instr->detpoint)
 		rv_instr->detpoint(e, insn, pc, k);
 	if (rv_instr->mem && describe(insn, pc, &m))
-		rv_instr->mem(e, insn, &m);
+		return rv_instr->mem(e, insn, &m);
+	return false;
+}
+
+void rv_instrument_post(struct rv_emit *e, struct insn *insn, unsigned long pc)
+{
+	struct rv_memop m;
+
+	if (rv_instr && rv_instr->post && describe(insn, pc, &m))
+		rv_instr->post(e, insn, &m);
 }
 
 /* ---- "count": inline counters, flags preserved ---- */
@@ -164,9 +201,10 @@ static void count_inc(struct rv_emit *e, u64 *ctr)
 	e_u8(e, 0x9d);				/* popfq */
 }
 
-static void count_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
+static bool count_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	count_inc(e, &rv_instr_mem_count[op->dir & 3]);
+	return false;
 }
 
 static void count_dp(struct rv_emit *e, struct insn *insn, unsigned long pc, enum rv_detpoint kind)
@@ -192,6 +230,10 @@ int rv_instr_select(const char *name)
 	}
 	if (!strcmp(name, "count")) {
 		rv_instr = &count_instr;
+		return 0;
+	}
+	if (!strcmp(name, "crew")) {
+		rv_instr = rv_crew_instrumentation();
 		return 0;
 	}
 	return -EINVAL;

@@ -34,11 +34,15 @@ struct rv_memop {
 	bool string;		/* movs/stos/lods/cmps/scas: rsi/rdi based */
 };
 
-enum rv_detpoint { RV_DP_IO, RV_DP_RDTSC, RV_DP_PAUSE, RV_DP_BACKEDGE, RV_DP_NR };
+enum rv_detpoint { RV_DP_IO, RV_DP_RDTSC, RV_DP_PAUSE, RV_DP_BACKEDGE, RV_DP_HLT,
+		   RV_DP_NR };
 
 struct rv_instrumentation {
 	const char *name;
-	void (*mem)(struct rv_emit *e, struct insn *insn, const struct rv_memop *op);
+	/* before the access; true: it was instrumented (post follows) */
+	bool (*mem)(struct rv_emit *e, struct insn *insn, const struct rv_memop *op);
+	/* after the access (when mem said true), e.g. a release */
+	void (*post)(struct rv_emit *e, struct insn *insn, const struct rv_memop *op);
 	void (*detpoint)(struct rv_emit *e, struct insn *insn, unsigned long pc,
 			 enum rv_detpoint kind);
 };
@@ -46,6 +50,9 @@ struct rv_instrumentation {
 extern const struct rv_instrumentation *rv_instr;
 int rv_instr_select(const char *name);
 bool rv_instr_allowed(unsigned long pc);
-void rv_instrument(struct rv_emit *e, struct insn *insn, unsigned long pc, unsigned long next);
+/* before @insn; returns whether its memory access was instrumented */
+bool rv_instrument(struct rv_emit *e, struct insn *insn, unsigned long pc, unsigned long next);
+/* after @insn's translation (only when rv_instrument said true) */
+void rv_instrument_post(struct rv_emit *e, struct insn *insn, unsigned long pc);
 extern u64 rv_instr_mem_count[4], rv_instr_dp_count[RV_DP_NR];
 #endif

@@ -19,6 +19,7 @@
 #include <linux/delay.h>
 #include "rv.h"
 #include "instrument.h"
+#include "crewinstr.h"
 
 static bool dbt;
 module_param(dbt, bool, 0444);
@@ -28,6 +29,9 @@ MODULE_PARM_DESC(callret, "identity-translate call/ret (code-cache return addres
 static char *instr = "none";
 module_param(instr, charp, 0444);
 MODULE_PARM_DESC(instr, "instrumentation of translated code: none, count (inline counters of memory accesses and deterministic points)");
+static char *crew = "none";
+module_param(crew, charp, 0444);
+MODULE_PARM_DESC(crew, "byte: byte-granular CREW for a recording or replay (needs dbt=1 and a QEMU host with -rr ...,crew=byte; implies callret=0 and instr=crew; cannot be unloaded)");
 static bool selftest;
 module_param(selftest, bool, 0444);
 MODULE_PARM_DESC(selftest, "decode the whole kernel text at load and report coverage");
@@ -114,24 +118,47 @@ static int __init replayvm_init(void)
 	if (!dbt)
 		return 0;
 
+	if (!strcmp(crew, "byte")) {
+		rv_byte = true;
+		rv_callret = false;	/* stacks hold native return addresses */
+		instr = "crew";
+		ret = rv_byte_init();
+		if (ret)
+			goto out_stats;
+	} else if (strcmp(crew, "none")) {
+		pr_err(RV_PR "crew=%s: byte or none\n", crew);
+		ret = -EINVAL;
+		goto out_stats;
+	}
 	ret = rv_instr_select(instr);
 	if (ret)
-		goto out_stats;
+		goto out_byte;
 	ret = rv_translate_init();
 	if (ret)
-		goto out_stats;
+		goto out_byte;
 	ret = rv_cache_create();
 	if (ret)
 		goto out_tr;
-	ret = rv_stubs_build();
+	ret = rv_byte ? rv_stubs_build_byte() : rv_stubs_build();
 	if (ret)
 		goto out_cache;
+	if (rv_byte) {
+		ret = rv_byte_register();
+		if (ret)
+			goto out_cache;
+	}
 	ret = rv_coherence_init();
 	if (ret)
 		goto out_coh;
 	ret = rv_entry_on();
 	if (ret)
 		goto out_coh;
+	if (rv_byte) {
+		/* a recording or replay cannot go back to native code */
+		__module_get(THIS_MODULE);
+		pr_info(RV_PR "byte CREW on: %s\n", rv_byte_replaying() ? "replay" : "record");
+		return 0;
+	}
 	pr_info(RV_PR "translation on: %lu blocks, %lu bytes of code cache\n",
 		rv_nblocks(), rv_cache->used);
 	return 0;
@@ -142,6 +169,9 @@ out_cache:
 	rv_cache_destroy(false);
 out_tr:
 	rv_translate_exit();
+out_byte:
+	if (rv_byte)
+		rv_byte_exit();
 out_stats:
 	rv_stats_exit();
 	return ret;

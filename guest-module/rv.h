@@ -12,6 +12,7 @@
 #include <asm/insn.h>
 
 struct module;
+struct seq_file;
 struct task_struct;
 struct unwind_state;
 struct pt_regs;
@@ -151,6 +152,75 @@ int rv_coherence_init(void);
 void rv_coherence_exit(void);
 extern atomic64_t rv_pokes_seen;
 unsigned long rv_poke_missed(void);
+
+/* ---- byte-granular CREW (byte.c, crewinstr.c, crewslow.c) ---- */
+/*
+ * Byte mode (crew=byte): the host (QEMU -rr ...,crew=byte) delivers
+ * kernel-mode interrupts only at deterministic points, so the stubs keep
+ * their state in per-CPU slots of struct rv_vcpu (gs-relative) and run C
+ * code on a private per-CPU stack: nothing that depends on the code
+ * cache's layout is ever written to kernel memory (rrlog/include/rvg_abi.h).
+ */
+extern bool rv_byte;
+struct rv_site;
+#define RV_VCPU_CREW_SIZE	512
+
+struct rv_vcpu {
+	u8 crew[RV_VCPU_CREW_SIZE];	/* struct crew_cpu (crew/crew.h) */
+	/* shared with the host (rvg_abi.h offsets) */
+	u64 dp_remain;			/* 512 */
+	u64 dp_pc;			/* 520 */
+	u64 mode;			/* 528: enum rvg_host_mode (host) */
+	/* stub slots */
+	u64 priv_rsp;			/* kernel rsp while on the private stack */
+	u64 priv_top;			/* top of this CPU's private stack */
+	u64 x_target;			/* native target of an exit / lookup */
+	u64 x_field;			/* rel32 field of an unchained exit */
+	u64 x_dest;			/* where a stub continues */
+	u64 x_addr;			/* slow path: shadow pointer or address */
+	u64 x_site;			/* slow path: struct rv_site * */
+	u64 x_kind;			/* slow path: RV_SLOW_* */
+	u64 kret_native;		/* native rip a kernel iret resumes at */
+	u64 enter_native;		/* switch-on: where this CPU re-enters */
+	u64 this_off;			/* copy of this_cpu_off */
+	u64 stats[12];			/* byte-mode counters, this CPU */
+	u64 rs_depth;			/* calls into native code in progress */
+#define RV_RS_DEPTH 8
+	struct { u64 ret, rsp; } rs[RV_RS_DEPTH];
+} __aligned(1024);
+/* plain .data..percpu: the module loader places nothing else */
+DECLARE_PER_CPU(struct rv_vcpu, rv_vcpu);
+/* gs-relative displacement of a field of this CPU's struct rv_vcpu */
+#define RV_GS(field)	((u32)((unsigned long)&rv_vcpu + offsetof(struct rv_vcpu, field)))
+
+enum rv_bstat {
+	RV_BS_SLOW, RV_BS_CLASSIFY, RV_BS_MMIO, RV_BS_STRING, RV_BS_REPLAY_WAIT,
+	RV_BS_DOORBELL, RV_BS_DRAIN, RV_BS_REFILL, RV_BS_NATIVE_EXIT,
+	RV_BS_UNINSTR, RV_BS_NR
+};
+
+int rv_byte_init(void);			/* load: allocate */
+int rv_byte_register(void);			/* load, after the cache: tell the host */
+void rv_byte_excl_va(const void *va, unsigned long len);
+void rv_translate_excl(void);
+int rv_byte_on_cpu(void *unused);
+int rv_byte_stop_fn(void *unused);		/* switch.S */
+void rv_entry_install_this_cpu(void);
+extern u64 rv_byte_gate_slot[256], rv_byte_lstar_slot, rv_byte_native_exits;
+extern unsigned long rv_byte_gate_native[256], rv_byte_lstar_native;
+int rv_byte_switch_on_cpu(void);		/* in stop_machine, every CPU */
+void rv_byte_exit(void);
+bool rv_byte_replaying(void);
+unsigned long rv_byte_shadow_va(void);
+void rv_byte_show(struct seq_file *m);
+/* stubs for byte mode (stubs.c) */
+extern unsigned long rv_byte_enter_tramp, rv_slow_common;
+unsigned long rv_dispatch_b(unsigned long target, unsigned long field);
+unsigned long rv_dispatch_ind(unsigned long target, unsigned long *ksp);
+unsigned long rv_dispatch_call(unsigned long target, unsigned long *ksp);
+void rv_native_return(unsigned long *frame);
+extern unsigned long rv_ind_call, rv_ret_tramp;
+void rv_byte_slow(void);			/* crewslow.c, private stack */
 
 /* ---- stats (stats.c) ---- */
 int rv_stats_init(void);

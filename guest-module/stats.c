@@ -62,6 +62,8 @@ static int rv_show(struct seq_file *m, void *v)
 		seq_printf(m, "instr_dp_pause %llu\n", READ_ONCE(rv_instr_dp_count[RV_DP_PAUSE]));
 		seq_printf(m, "instr_dp_backedge %llu\n", READ_ONCE(rv_instr_dp_count[RV_DP_BACKEDGE]));
 	}
+	if (rv_byte)
+		rv_byte_show(m);
 	seq_printf(m, "selftest_insns %lu\n", rv_selftest_insns);
 	seq_printf(m, "selftest_undecodable %lu\n", rv_selftest_bad);
 	for (i = 0; i < RV_RING; i++)

@@ -28,6 +28,8 @@
 #include "rv.h"
 #include "emit.h"
 #include "instrument.h"
+#include "crewinstr.h"
+#include "rvg_abi.h"
 
 #define HASH_BITS 16
 static struct rv_block **hash;
@@ -132,6 +134,12 @@ static bool copy_insn(struct rv_emit *e, struct insn *insn, unsigned long pc)
 
 static void native_exit(struct rv_emit *e, unsigned long pc)
 {
+	if (rv_byte) {
+		/* counted: native code is neither instrumented nor has det points */
+		e_u8(e, 0x9c);
+		e_lock_inc(e, &rv_byte_native_exits);
+		e_u8(e, 0x9d);
+	}
 	e_push_imm(e, pc);
 	e_u8(e, 0xc3);
 }
@@ -154,8 +162,24 @@ static void jcc_exit(struct rv_emit *e, struct exit *x, int *nx, int cc, unsigne
 	x[(*nx)++].target = tgt;
 }
 
+/*
+ * Byte mode: exits of entry code may run before its swapgs, on the user's
+ * gs, where chain_miss (which uses this CPU's slots) cannot run.  They are
+ * linked right after the block is translated (get_block), translating their
+ * targets in entry text at once.
+ */
+#define MAX_EAGER 64
+static struct exit eager[MAX_EAGER];
+static int n_eager;
+static unsigned long entry_lo, entry_hi;
+
+static bool in_entry_text(unsigned long a)
+{
+	return a >= entry_lo && a < entry_hi;
+}
+
 /* rel32 target for an exit: existing translation, the native code, or a stub */
-static void link_exit(struct rv_emit *e, struct exit *x)
+static void link_exit(struct rv_emit *e, struct exit *x, unsigned long pc0)
 {
 	struct rv_block *t = lookup(x->target);
 	unsigned long dst;
@@ -165,6 +189,18 @@ static void link_exit(struct rv_emit *e, struct exit *x)
 		dst = t->cache;
 	} else if (!rv_translatable(x->target)) {
 		dst = x->target;
+	} else if (rv_byte && in_entry_text(pc0) && in_entry_text(x->target) &&
+		   n_eager < MAX_EAGER) {
+		eager[n_eager++] = *x;
+		dst = x->target;	/* until get_block links it */
+	} else if (rv_byte) {
+		/* no stack: the target and the field to patch in this CPU's slots */
+		e->p = PTR_ALIGN(e->p, 16);
+		stub = e->p;
+		e_gs_movq_imm(e, RV_GS(x_target), (u32)x->target);
+		e_gs_movq_imm(e, RV_GS(x_field), (u32)(unsigned long)x->field);
+		e_jmp(e, rv_cache->chain_miss);
+		dst = (unsigned long)stub;
 	} else {
 		e->p = PTR_ALIGN(e->p, 16);
 		stub = e->p;
@@ -178,8 +214,46 @@ static void link_exit(struct rv_emit *e, struct exit *x)
 	*(s32 *)x->field = rv_rel32(x->field, dst);
 }
 
-#define MAX_EXITS (RV_MAX_INSNS + 2)
-#define BLOCK_MAX_BYTES (RV_MAX_INSNS * 64 + MAX_EXITS * 32 + 64)
+/*
+ * Byte mode: a translated iretq to kernel mode resumes through kret_tramp
+ * (a fixed address) with the native rip in this CPU's kret_native slot:
+ * the frame left behind on the stack holds nothing cache-dependent.
+ */
+static void emit_iret_byte(struct rv_emit *e, struct insn *insn, unsigned long pc)
+{
+	static const u8 test[] = { 0xf6, 0x44, 0x24, 0x08, 0x03, 0x75, 0 };	/* testb $3,8(%rsp); jnz 1f */
+	static const u8 ld[] = { 0x50, 0x48, 0x8b, 0x44, 0x24, 0x08 };	/* push %rax; mov 8(%rsp),%rax */
+	static const u8 st[] = { 0x48, 0xc7, 0x44, 0x24, 0x08 };	/* movq $imm,8(%rsp) */
+	u8 *j;
+
+	e_bytes(e, test, sizeof(test));
+	j = e->p - 1;
+	e_bytes(e, ld, sizeof(ld));
+	e_gs(e, 0x48, 0x89, 0, RV_GS(kret_native));	/* mov %rax,%gs:kret_native */
+	e_bytes(e, st, sizeof(st));
+	e_u32(e, (u32)rv_cache->kret_fix);
+	e_u8(e, 0x58);					/* pop %rax */
+	*j = (u8)(e->p - (j + 1));
+	copy_insn(e, insn, pc);				/* 1: iretq */
+}
+
+/* byte mode, callret=0: ret $n -> the target moved up n bytes, jumptable */
+static void emit_ret_imm_byte(struct rv_emit *e, u16 n)
+{
+	static const u8 ld[] = { 0x50, 0x48, 0x8b, 0x44, 0x24, 0x08 };	/* push %rax; mov 8(%rsp),%rax */
+
+	e_bytes(e, ld, sizeof(ld));
+	e_u8(e, 0x48); e_u8(e, 0x89); e_u8(e, 0x84); e_u8(e, 0x24);	/* mov %rax,8+n(%rsp) */
+	e_u32(e, 8 + n);
+	e_u8(e, 0x58);						/* pop %rax */
+	e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0xa4); e_u8(e, 0x24);	/* lea n(%rsp),%rsp */
+	e_u32(e, n);
+	e_jmp(e, rv_cache->ind_stub);
+}
+
+#define MAX_EXITS (RV_MAX_INSNS + 4)
+/* byte CREW: up to ~150 bytes of instrumentation per instruction */
+#define BLOCK_MAX_BYTES (RV_MAX_INSNS * 224 + MAX_EXITS * 40 + 64)
 
 /* translate the block at @pc; rv_lock held */
 static struct rv_block *translate(unsigned long pc0)
@@ -209,6 +283,7 @@ static struct rv_block *translate(unsigned long pc0)
 	for (i = 0; i < RV_MAX_INSNS && !done; i++) {
 		u8 op0, op1, reg;
 		unsigned long next, tgt;
+		bool instr_mem;
 
 		b->map[i].coff = e.p - start;
 		b->map[i].noff = pc - pc0;
@@ -225,7 +300,7 @@ static struct rv_block *translate(unsigned long pc0)
 		op1 = insn.opcode.nbytes > 1 ? insn.opcode.bytes[1] : 0;
 		reg = insn.modrm.nbytes ? X86_MODRM_REG(insn.modrm.bytes[0]) : 0;
 		tgt = next + insn.immediate.value;
-		rv_instrument(&e, &insn, pc, next);
+		instr_mem = rv_instrument(&e, &insn, pc, next);
 
 		switch (op0) {
 		case 0xe8:				/* call rel32 */
@@ -243,6 +318,14 @@ static struct rv_block *translate(unsigned long pc0)
 				break;
 			}
 			e_push_imm(&e, next);
+			if (rv_byte && !rv_translatable(tgt) &&
+			    !(tgt >= rv_k.ftrace_lo && tgt < rv_k.ftrace_hi)) {
+				/* into native code: it must come back to the cache */
+				e_push_imm(&e, tgt);
+				e_jmp(&e, rv_ind_call);
+				done = true;
+				break;
+			}
 			jmp_exit(&e, x, &nx, tgt);
 			done = true;
 			break;
@@ -271,12 +354,22 @@ static struct rv_block *translate(unsigned long pc0)
 			done = true;
 			break;
 		case 0xc2:				/* ret imm16 */
+			if (!rv_callret && rv_byte) {
+				emit_ret_imm_byte(&e, (u16)insn.immediate.value);
+				done = true;
+				break;
+			}
 			if (!rv_callret)
 				goto fallback;
 			copy_insn(&e, &insn, pc);
 			done = true;
 			break;
 		case 0xcf:				/* iret */
+			if (rv_byte) {
+				emit_iret_byte(&e, &insn, pc);
+				done = true;
+				break;
+			}
 			/* to kernel mode: let kret_fix move the frame's rip into
 			 * the cache (the iretq itself stays mapped to the native
 			 * one: error_entry recognises a faulting iret by rip) */
@@ -290,9 +383,31 @@ static struct rv_block *translate(unsigned long pc0)
 			if (reg == 2 || reg == 4) {	/* call/jmp *r/m */
 				u8 *modrm;
 
-				if (uses_rsp(&insn)) {
+				if (uses_rsp(&insn) && !(rv_byte && !rv_callret)) {
 					native_exit(&e, pc);
 					rv_stat_inc(fallbacks);
+					done = true;
+					break;
+				}
+				if (rv_byte && !rv_callret) {
+					/* push r/m first (its address may use %rsp) */
+					modrm = e.p + (insn.prefixes.nbytes + insn.rex_prefix.nbytes +
+						       insn.opcode.nbytes);
+					if (!copy_insn(&e, &insn, pc))
+						goto bad;
+					*modrm = (*modrm & ~0x38) | (6 << 3);
+					if (instr_mem)
+						rv_instrument_post(&e, &insn, pc);
+					if (reg == 2) {
+						/* push (%rsp); movq $next,8(%rsp) */
+						static const u8 dup[] = { 0xff, 0x34, 0x24 };
+						static const u8 mov[] = { 0x48, 0xc7, 0x44, 0x24, 0x08 };
+
+						e_bytes(&e, dup, sizeof(dup));
+						e_bytes(&e, mov, sizeof(mov));
+						e_u32(&e, (u32)next);
+					}
+					e_jmp(&e, reg == 2 ? rv_ind_call : rv_cache->ind_stub);
 					done = true;
 					break;
 				}
@@ -331,6 +446,19 @@ static struct rv_block *translate(unsigned long pc0)
 				goto fallback;
 			goto copy;
 		case 0xe0 ... 0xe3:			/* loop, jrcxz */
+			if (rv_byte && !insn.prefixes.nbytes) {
+				/* loop/jrcxz L1; jmp L2; L1: jmp exit(target); L2: jmp exit(next) */
+				u8 *k;
+
+				e_u8(&e, op0); e_u8(&e, 0x02);
+				e_u8(&e, 0xeb); k = e.p; e_u8(&e, 0);
+				jmp_exit(&e, x, &nx, tgt);
+				*k = (u8)(e.p - (k + 1));
+				jmp_exit(&e, x, &nx, next);
+				done = true;
+				break;
+			}
+			goto fallback;
 		case 0xca: case 0xcb:			/* far ret */
 		case 0xcc: case 0xcd: case 0xce: case 0xf1: /* int3, int, into, int1 */
 		case 0xea: case 0x9a:
@@ -359,6 +487,8 @@ static struct rv_block *translate(unsigned long pc0)
 copy:
 			if (!copy_insn(&e, &insn, pc))
 				goto bad;
+			if (instr_mem)
+				rv_instrument_post(&e, &insn, pc);
 			break;
 		}
 		pc = next;
@@ -385,7 +515,7 @@ fallback:
 	b->native_len = b->nhi - pc0;
 	b->cache = (unsigned long)start;
 	for (i = 0; i < nx; i++)
-		link_exit(&e, &x[i]);
+		link_exit(&e, &x[i], pc0);
 	b->cache_len = e.p - start;
 	BUG_ON(b->cache_len > BLOCK_MAX_BYTES);
 	/* give back the unused tail of the reservation */
@@ -411,6 +541,16 @@ static struct rv_block *get_block(unsigned long pc)
 		b = translate(pc);
 		if (!b)
 			rv_stat_inc(cache_full);
+	}
+	/* byte mode: entry code's exits to entry code, linked now */
+	while (n_eager) {
+		struct exit x = eager[--n_eager];
+		struct rv_block *t = lookup(x.target);
+
+		if (!t)
+			t = translate(x.target);
+		if (t)
+			*(s32 *)x.field = rv_rel32(x.field, t->cache);
 	}
 	rv_unlock_irqrestore(flags);
 	return b;
@@ -451,6 +591,71 @@ unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret)
 		}
 	}
 	return dest;
+}
+
+/*
+ * Byte mode: called from chain_miss (x_target, x_field: chain that exit)
+ * and ind_slow (field 0), on the private stack.
+ */
+unsigned long rv_dispatch_b(unsigned long target, unsigned long field)
+{
+	unsigned long dest = rv_lookup_or_translate(target);
+	struct rv_cache *c = rv_cache;
+
+	rv_stat_inc(dispatch);
+	if (dest != target && !rv_in_cache(target))
+		WRITE_ONCE(c->ft_vals[rv_ft_index(target)], dest);
+	if (field && rv_in_cache(field) &&
+	    rv_fits32((long)dest - (long)(field + 4))) {
+		WRITE_ONCE(*(s32 *)field, rv_rel32((u8 *)field, dest));
+		rv_stat_inc(chains);
+	}
+	return dest;
+}
+
+unsigned long rv_dispatch_ind(unsigned long target, unsigned long *ksp)
+{
+	return rv_dispatch_b(target, 0);
+}
+
+/*
+ * Byte mode, a call (ksp[0] = target, ksp[1] = native return address):
+ * a target outside translatable code returns to ret_tramp instead, which
+ * takes the native return address off this CPU's return stack.
+ */
+unsigned long rv_dispatch_call(unsigned long target, unsigned long *ksp)
+{
+	unsigned long dest = rv_dispatch_b(target, 0);
+	struct rv_vcpu *v = this_cpu_ptr(&rv_vcpu);
+
+	if (rv_in_cache(dest) || (target >= rv_k.ftrace_lo && target < rv_k.ftrace_hi))
+		return dest;
+	if (v->rs_depth >= RV_RS_DEPTH) {
+		v->stats[RV_BS_NATIVE_EXIT]++;		/* it will return natively */
+		return dest;
+	}
+	v->rs[v->rs_depth].ret = ksp[1];
+	v->rs[v->rs_depth].rsp = (unsigned long)(ksp + 2);
+	v->rs_depth++;
+	ksp[1] = rv_ret_tramp;
+	return dest;
+}
+
+/* ret_tramp: @frame = 9 saved registers, then the slot for the return */
+void rv_native_return(unsigned long *frame)
+{
+	struct rv_vcpu *v = this_cpu_ptr(&rv_vcpu);
+	unsigned long rsp = (unsigned long)(frame + 10);
+
+	if (!v->rs_depth || v->rs[v->rs_depth - 1].rsp != rsp) {
+		/* a native callee slept and came back elsewhere: say so */
+		asm volatile("outl %%eax, %w1" : : "a" (RVG_CMD_ERROR), "Nd" (RVG_PORT_CMD),
+			     "D" (100UL), "S" (rsp) : "memory");
+		frame[9] = 0;
+		return;
+	}
+	v->rs_depth--;
+	frame[9] = v->rs[v->rs_depth].ret;
 }
 
 /* frame rip of a translated iretq to kernel mode -> where to resume */
@@ -556,9 +761,16 @@ void rv_invalidate_range(unsigned long start, unsigned long end)
 				break;
 			}
 		/* entry nop5 -> jmp to "push $native; jmp ind_slow" */
-		stub = rv_cache_alloc(16, 16);
+		stub = rv_byte ? rv_cold_alloc(32, 16) : rv_cache_alloc(16, 16);
 		q = READ_ONCE(*(u64 *)b->cache);
-		if (stub) {
+		if (stub && rv_byte) {
+			e.p = stub;
+			e_gs_movq_imm(&e, RV_GS(x_target), (u32)b->native);
+			e_gs_movq_imm(&e, RV_GS(x_field), 0);
+			e_jmp(&e, rv_cache->chain_miss);
+			((u8 *)&q)[0] = 0xe9;
+			*(s32 *)((u8 *)&q + 1) = (s32)((unsigned long)stub - (b->cache + 5));
+		} else if (stub) {
 			e.p = stub;
 			e_push_imm(&e, b->native);
 			e_jmp(&e, rv_cache->ind_slow);
@@ -577,6 +789,8 @@ void rv_invalidate_range(unsigned long start, unsigned long end)
 
 int rv_translate_init(void)
 {
+	entry_lo = rv_ksym("__entry_text_start");
+	entry_hi = rv_ksym("__entry_text_end");
 	hash = vzalloc(sizeof(*hash) << HASH_BITS);
 	blocks = vzalloc(sizeof(*blocks) * RV_MAX_BLOCKS);
 	if (!hash || !blocks) {
@@ -586,6 +800,13 @@ int rv_translate_init(void)
 	}
 	nblocks = 0;
 	return 0;
+}
+
+/* byte mode: the translator's tables are module-private memory */
+void rv_translate_excl(void)
+{
+	rv_byte_excl_va(hash, sizeof(*hash) << HASH_BITS);
+	rv_byte_excl_va(blocks, sizeof(*blocks) * RV_MAX_BLOCKS);
 }
 
 void rv_translate_exit(void)

@@ -157,6 +157,22 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
     return argv + list(extra)
 
 
+# Byte-granular CREW: the guest gets 1 GiB; the kernel uses the low 480 MiB
+# (mem=), the next 480 MiB are its module's shadow memory (one owner byte
+# per byte of kernel RAM), the top keeps the firmware's ACPI tables.  The
+# module loads at boot with translation and byte CREW on.
+BYTE_MEM = 1024
+BYTE_SHADOW = "mem=480M"
+BYTE_MODPARAMS = "rv.modparams=dbt=1,crew=byte," + os.environ.get('RV_BYTE_EXTRA', '') + "shadow_base=0x1e000000,shadow_size=0x1e000000"
+
+
+def byte_crew_args(kw):
+    kw["mem"] = BYTE_MEM
+    kw["module"] = True
+    kw["append_extra"] = (kw.get("append_extra", "") + " " + BYTE_SHADOW + " " +
+                          BYTE_MODPARAMS).strip()
+
+
 def parse_console(console):
     begin = console.find("RV-BEGIN\n")
     m = None
@@ -170,8 +186,8 @@ def parse_console(console):
 def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, accel="auto",
         serial_log=None, echo=False, record=None, crew=None, **kw):
     """record=PATH: record the run into PATH (replay it with `replay-vm --log PATH`);
-    crew: the CREW mode of a multi-vCPU recording ("page"; "byte" is refused by QEMU
-    until the guest module provides it)."""
+    crew: the CREW mode of a multi-vCPU recording: "page", or "byte" (the guest
+    module's byte-granular CREW: see byte_crew_args)."""
     if accel == "auto":
         accel = "kvm" if hw_kvm_available() else "tcg"
     env = dict(os.environ)
@@ -181,6 +197,8 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         rr = "record,log=%s" % os.path.abspath(record)
         if crew:
             rr += ",crew=%s" % crew
+        if crew == "byte":
+            byte_crew_args(kw)
         kw["extra"] = list(kw.get("extra", ())) + ["-rr", rr]
         version = os.path.join(os.path.dirname(kw.get("qemu", QEMU)), "VERSION")
         if os.path.exists(version):

@@ -56,8 +56,10 @@ int crew_rec_check(const struct crew_rec *r, unsigned int nr_cpus)
 	if (nr_cpus > CREW_MAX_CPUS || r->acq_id >= nr_cpus ||
 	    crew_rec_acq_seq(r) > CREW_SEQ_MASK)
 		return -CREW_EBADREC;
-	if (r->type == CREW_REC_END) {
+	if (r->type == CREW_REC_END || r->type == CREW_REC_MARK) {
 		if (n || r->flags)
+			return -CREW_EBADREC;
+		if (r->type == CREW_REC_MARK && r->owner[0])
 			return -CREW_EBADREC;
 		for (i = 1; i < CREW_REC_OWNERS; i++)
 			if (r->owner[i])
@@ -160,6 +162,7 @@ int crew_dom_init(struct crew_dom *d, unsigned int nr_cpus, long shadow_off,
 	d->tso = tso;
 	d->shadow_off = shadow_off;
 	d->remote_fence = 0;	/* kernel: the caller installs one (IPI, hypercall) */
+	d->rp_multi = 0;
 #ifndef __KERNEL__
 	if (tso == CREW_TSO_MEMBARRIER) {
 		if (crew_port_membarrier_register())
@@ -534,16 +537,32 @@ static int crew_replay_fetch(struct crew_cpu *c)
 	if (crew_rec_check(r, d->nr_cpus) || r->acq_id != c->id)
 		return crew_replay_fail(c, -CREW_EBADREC);
 	seq = crew_rec_acq_seq(r);
-	/* seqs never go back; a MORE record is followed by its continuation */
+	/*
+	 * seqs never go back; a MORE record is followed by its continuation;
+	 * two TRANSFER records with one seq only with rp_multi (an access
+	 * over several ranges, e.g. a string instruction)
+	 */
 	if (seq < crew_load(&c->seq) || seq < c->rp_last ||
 	    (c->rp_last_more && (seq != c->rp_last || r->type != CREW_REC_TRANSFER)) ||
-	    (!c->rp_last_more && c->nrec && seq == c->rp_last &&
+	    (!c->rp_last_more && !c->dom->rp_multi && c->nrec && seq == c->rp_last &&
 	     r->type == CREW_REC_TRANSFER))
 		return crew_replay_fail(c, -CREW_EBADREC);
 	if (r->type == CREW_REC_END) {
+		if (seq == CREW_SEQ_MASK) {	/* open end: no count */
+			c->rp_ended = 1;
+			c->rp_next = seq;
+			return 0;
+		}
 		if (crew_le64_to_cpu(r->owner[0]) != c->nrec)
 			return crew_replay_fail(c, -CREW_EBADREC);
 		c->rp_ended = 1;
+		c->rp_next = seq;
+		return 0;
+	}
+	if (r->type == CREW_REC_MARK) {
+		c->rp_last = seq;
+		c->rp_last_more = 0;
+		c->rp_have = 1;		/* n_owners 0: nothing to wait for */
 		c->rp_next = seq;
 		return 0;
 	}
@@ -647,7 +666,8 @@ int crew_replay_slow(struct crew_cpu *c)
 			if (ret)
 				return crew_replay_fail(c, ret);
 		}
-		c->nrec++;
+		if (r->type == CREW_REC_TRANSFER)
+			c->nrec++;
 		ret = crew_replay_fetch(c);
 		if (ret)
 			return ret;

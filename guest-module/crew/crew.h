@@ -173,14 +173,17 @@ const char *crew_strerror(int err);
  *
  *   0  le16 magic = CREW_REC_MAGIC
  *   2  u8   version = CREW_REC_VERSION
- *   3  u8   type: CREW_REC_TRANSFER or CREW_REC_END
+ *   3  u8   type: CREW_REC_TRANSFER, CREW_REC_END, or CREW_REC_MARK (a
+ *           replay host's "no transfer of this vCPU before acq seq": the
+ *           replay reads on when it gets there; no owners)
  *   4  u8   acquirer id
  *   5  u8   number of owners n (0..6; 0 only in END)
  *   6  u8   flags: CREW_REC_WRITE, CREW_REC_MORE (the next record belongs
  *           to the same access: more than 6 owners), CREW_REC_EXT
  *   7  u8   checksum: the 64 bytes sum to CREW_REC_CSUM (mod 256)
  *   8  le64 acquirer seq (the index of the acquiring access); END: the
- *           vCPU's final seq
+ *           vCPU's final seq, or CREW_SEQ_MASK for an open end (a replay
+ *           host that has no more records: no count to check)
  *  16  le64 owner[6]: id << 56 | seq, ascending ids, unused entries 0;
  *           END: owner[0] = number of TRANSFER records before it
  */
@@ -189,6 +192,7 @@ const char *crew_strerror(int err);
 #define CREW_REC_CSUM		0xa5
 #define CREW_REC_TRANSFER	1
 #define CREW_REC_END		2
+#define CREW_REC_MARK		3	/* replay, from the host: nothing before seq */
 #define CREW_REC_WRITE		0x01
 #define CREW_REC_MORE		0x02
 #define CREW_REC_EXT		0x04
@@ -269,6 +273,7 @@ struct crew_dom {
 	/* asymmetric fence on the vCPUs in mask (CREW_TSO_MEMBARRIER) */
 	int (*remote_fence)(struct crew_dom *d, u32 mask);
 	struct crew_cpu *cpu[CREW_MAX_CPUS];
+	int rp_multi;			/* replay: several records per seq allowed */
 	u32 lock[CREW_NLOCKS] crew_aligned(64);
 };
 

@@ -242,6 +242,7 @@ size_t rr_event_encode(const Rr__Event *ev, uint8_t *out)
 			return 0;
 		p = put_bytes(p, 3, &m->ram_hash);
 		p = put_u64(p, 4, m->host_ns);
+		p = put_u64(p, 5, m->crew_switch);
 		break;
 	}
 	case RR__EVENT__BODY_END: {
@@ -609,6 +610,7 @@ static int dec_body(struct dec *d0, uint32_t which, const uint8_t *p,
 				break;
 			case L(3): ONCE(3); m->ram_hash = BYTES_OF(f); break;
 			case V(4): ONCE(4); m->host_ns = f.v; break;
+			case V(5): ONCE(5); m->crew_switch = (uint32_t)f.v; break;
 			default: return -1;
 			}
 		}

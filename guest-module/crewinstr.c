@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Byte-CREW instrumentation emitted by the translator (thesis 4.2.3-4.2.7).
+ *
+ * Every memory access of translated kernel code, except those through
+ * %rsp (the thread's own stack) and through fs, is bracketed:
+ *
+ *   push %rax; push %rcx; push %rdx; lea EA,%rdx   (program registers)
+ *   [seto %al; lahf]                                (flags, if live)
+ *   [add %gs:this_cpu_off,%rdx]
+ *   phys = EA - PAGE_OFFSET        (< span: direct map)
+ *   else phys = EA - __START_KERNEL_map + phys_base  (kernel image)
+ *   else -> "other": slow_common classifies (vmalloc/module memory through
+ *           the page tables, user memory skipped: share-nothing, MMIO is a
+ *           deterministic point)
+ *   record: shadow = shadow_va + phys; (shadow & me) == me (read) or
+ *           shadow == me (write), over the access size, else slow_common
+ *           takes ownership (crew_acquire_slow, logs the transfer)
+ *   replay: seq == rp_next -> slow_common waits for the logged owners
+ *   [add $0x7f,%al; sahf]; pop %rdx; pop %rcx; pop %rax
+ *   <the instruction>
+ *   push %rax; mov %gs:seq,%rax; lea 1(%rax),%rax; xchg %rax,%gs:seq; pop %rax
+ *
+ * Record and replay push the same program registers, so kernel stacks hold
+ * the same bytes in both.  String instructions always go to slow_common,
+ * which works out their ranges from rsi/rdi/rcx and the direction flag.
+ *
+ * Deterministic points (port I/O, rdtsc/rdtscp, pause, hlt, backward
+ * branches): push %rax; seto %al; lahf; movq $pc,%gs:dp_pc;
+ * decq %gs:dp_remain; jz doorbell; add $0x7f,%al; sahf; pop %rax, where the
+ * doorbell (cold code) is "out %al,$RVG_PORT_DB" (rvg_abi.h: the host may
+ * inject an interrupt there, rewinding this frame).
+ */
+#include <linux/kernel.h>
+#include <linux/moduleparam.h>
+#include <asm/insn.h>
+#include "rv.h"
+#include "emit.h"
+#include "instrument.h"
+#include "crewinstr.h"
+#include "crew/crew.h"
+#include "rvg_abi.h"
+
+struct rv_crew_consts rv_cc;
+/* debugging: 1 no memory instrumentation, 2 no det points, 4 flags always saved */
+unsigned int rv_bdebug;
+module_param_named(bdebug, rv_bdebug, uint, 0444);
+
+/* ---- flags liveness ----------------------------------------------------- */
+
+/* 1: reads a flag, 2: writes all six arithmetic flags, 4: ends the scan */
+static int flag_use(struct insn *insn)
+{
+	u8 op0 = insn->opcode.bytes[0];
+	u8 op1 = insn->opcode.nbytes > 1 ? insn->opcode.bytes[1] : 0;
+	u8 reg = insn->modrm.nbytes ? X86_MODRM_REG(insn->modrm.bytes[0]) : 0;
+
+	if ((op0 >= 0x70 && op0 <= 0x7f) || op0 == 0x9c || op0 == 0x9f ||
+	    (op0 >= 0xe0 && op0 <= 0xe2) || op0 == 0xce || op0 == 0xf5)
+		return 1;
+	if (op0 == 0x0f) {
+		if ((op1 >= 0x80 && op1 <= 0x8f) || (op1 >= 0x90 && op1 <= 0x9f) ||
+		    (op1 >= 0x40 && op1 <= 0x4f))
+			return 1;
+		if (op1 == 0xb0 || op1 == 0xb1 || op1 == 0xc0 || op1 == 0xc1)
+			return 2;			/* cmpxchg, xadd */
+		if (op1 == 0x38 || op1 == 0x3a)
+			return 1;			/* adcx/adox and friends: assume a read */
+		return 0;
+	}
+	if (op0 < 0x40 && (op0 & 7) < 6) {		/* ALU ops and their imm forms */
+		u8 grp = op0 >> 3;
+
+		if (grp == 2 || grp == 3)		/* adc, sbb */
+			return 1;
+		return 2;
+	}
+	switch (op0) {
+	case 0x80: case 0x81: case 0x83:
+		return (reg == 2 || reg == 3) ? 1 : 2;
+	case 0x84: case 0x85: case 0xa8: case 0xa9:	/* test */
+		return 2;
+	case 0xf6: case 0xf7:
+		return (reg == 0 || reg == 1 || reg == 3) ? 2 : 0;
+	case 0xd0: case 0xd1: case 0xd2: case 0xd3: case 0xc0: case 0xc1:
+		return (reg == 2 || reg == 3) ? 1 : 0;	/* rcl/rcr read CF */
+	case 0xc3: case 0xc2: case 0xe8:		/* ret, call: dead by ABI */
+		return 2;
+	case 0xe9: case 0xeb: case 0xff: case 0xcf: case 0xcc: case 0xcd:
+		return 4;
+	}
+	return 0;
+}
+
+/* are the arithmetic flags dead before the instruction at @pc? */
+bool rv_flags_dead(unsigned long pc)
+{
+	struct insn insn;
+	int i, u;
+
+	for (i = 0; i < 8; i++) {
+		if (rv_decode(&insn, pc))
+			return false;
+		u = flag_use(&insn);
+		if (u & 1)
+			return false;
+		if (u & 2)
+			return true;
+		if (u & 4)
+			return false;
+		pc += insn.length;
+	}
+	return false;
+}
+
+/* ---- cold code: sites and their slow stubs ------------------------------ */
+
+/* cold: x_addr = @reg, x_site, x_kind, x_dest = @back; jmp slow_common */
+static u8 *cold_slow_stub(struct rv_site *site, int kind, int reg, u8 *back)
+{
+	struct rv_emit c;
+	u8 *stub = rv_cold_alloc(64, 16);
+
+	if (!stub)
+		return NULL;
+	c.p = stub;
+	e_gs(&c, 0x48, 0x89, reg, RV_GS(x_addr));	/* mov %reg,%gs:x_addr */
+	e_gs_movq_imm(&c, RV_GS(x_site), (u32)(unsigned long)site);
+	e_gs_movq_imm(&c, RV_GS(x_kind), kind);
+	e_gs_movq_imm(&c, RV_GS(x_dest), (u32)(unsigned long)back);
+	e_jmp(&c, rv_slow_common);
+	return stub;
+}
+
+/* jcc rel32 with a field to fill in later */
+static u8 *e_jcc32(struct rv_emit *e, u8 cc)
+{
+	u8 *f;
+
+	e_u8(e, 0x0f);
+	e_u8(e, 0x80 | cc);
+	f = e->p;
+	e_u32(e, 0);
+	return f;
+}
+
+static void e_movabs(struct rv_emit *e, int reg, u64 imm)
+{
+	e_u8(e, 0x48 | (reg >= 8 ? 1 : 0));
+	e_u8(e, 0xb8 | (reg & 7));
+	e_u64(e, imm);
+}
+
+/*
+ * lea of @op's effective address into %rdx (rip-relative: the absolute
+ * target).  false: not an operand this emitter handles.
+ */
+static bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
+{
+	u8 rex = insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
+	u8 modrm = insn->modrm.bytes[0];
+	int i;
+
+	for (i = 0; i < insn->prefixes.nbytes; i++)
+		if (insn->prefixes.bytes[i] == 0x67)
+			return false;		/* 32-bit addressing */
+	if (op->riprel) {
+		e_movabs(e, 2, op->rip_target);
+		return true;
+	}
+	/* 48|X|B 8d modrm(mod, reg=rdx, rm) [sib] [disp] */
+	e_u8(e, 0x48 | (rex & 3));
+	e_u8(e, 0x8d);
+	e_u8(e, (modrm & 0xc7) | (2 << 3));
+	if (insn->sib.nbytes)
+		e_u8(e, insn->sib.bytes[0]);
+	if (insn->displacement.nbytes == 1)
+		e_u8(e, (u8)insn->displacement.value);
+	else if (insn->displacement.nbytes == 4)
+		e_u32(e, (u32)insn->displacement.value);
+	return true;
+}
+
+static void e_push3(struct rv_emit *e)
+{
+	e_u8(e, 0x50); e_u8(e, 0x51); e_u8(e, 0x52);	/* push rax, rcx, rdx */
+}
+
+static void e_save_flags(struct rv_emit *e, bool flags)
+{
+	if (flags) {
+		e_u8(e, 0x0f); e_u8(e, 0x90); e_u8(e, 0xc0);	/* seto %al */
+		e_u8(e, 0x9f);					/* lahf */
+	}
+}
+
+static void e_restore(struct rv_emit *e, bool flags)
+{
+	if (flags) {
+		e_u8(e, 0x04); e_u8(e, 0x7f);			/* add $0x7f,%al */
+		e_u8(e, 0x9e);					/* sahf */
+	}
+	e_u8(e, 0x5a); e_u8(e, 0x59); e_u8(e, 0x58);	/* pop rdx, rcx, rax */
+}
+
+/*
+ * %rdx = address -> %rcx = physical address, or jump to @other (a field
+ * the caller fills; %rdx still holds the address): direct map, then the
+ * kernel image.
+ */
+static u8 *e_to_phys(struct rv_emit *e)
+{
+	u8 *other, *j;
+
+	e_movabs(e, 1, -rv_cc.page_offset);
+	e_u8(e, 0x48); e_u8(e, 0x01); e_u8(e, 0xd1);		/* add %rdx,%rcx */
+	e_u8(e, 0x48); e_u8(e, 0x81); e_u8(e, 0xf9); e_u32(e, rv_cc.span); /* cmp $span,%rcx */
+	e_u8(e, 0x72); j = e->p; e_u8(e, 0);			/* jb ram */
+	e_movabs(e, 1, -rv_cc.kimg_start);
+	e_u8(e, 0x48); e_u8(e, 0x01); e_u8(e, 0xd1);		/* add %rdx,%rcx */
+	e_u8(e, 0x48); e_u8(e, 0x81); e_u8(e, 0xf9); e_u32(e, rv_cc.kimg_size);
+	other = e_jcc32(e, 0x3);				/* jae other */
+	if (rv_cc.phys_base) {
+		e_u8(e, 0x48); e_u8(e, 0x81); e_u8(e, 0xc1);	/* add $phys_base,%rcx */
+		e_u32(e, (u32)rv_cc.phys_base);
+	}
+	*j = (u8)(e->p - (j + 1));
+	return other;
+}
+
+/* shadow check of %rcx (phys) for @size bytes; jne field returned (%rdx = shadow) */
+static u8 *e_shadow_check(struct rv_emit *e, int size, bool write)
+{
+	u32 rep = RV_GS(crew) + offsetof(struct crew_cpu, rep);
+	static const u8 sz_rex[9] = { [1] = 0, [2] = 0, [4] = 0, [8] = 0x48 };
+	u8 opmov = size == 1 ? 0x8a : 0x8b, opand = size == 1 ? 0x22 : 0x23,
+	   opcmp = size == 1 ? 0x3a : 0x3b;
+
+	e_movabs(e, 2, rv_cc.shadow_va);
+	e_u8(e, 0x48); e_u8(e, 0x01); e_u8(e, 0xca);		/* add %rcx,%rdx */
+	/* mov (%rdx),%cl/%cx/%ecx/%rcx */
+	if (size == 2)
+		e_u8(e, 0x66);
+	if (sz_rex[size])
+		e_u8(e, sz_rex[size]);
+	e_u8(e, opmov); e_u8(e, 0x0a);
+	if (!write) {
+		if (size == 2)
+			e_u8(e, 0x66);
+		e_gs(e, sz_rex[size], opand, 1, rep);		/* and %gs:rep,%cx */
+	}
+	if (size == 2)
+		e_u8(e, 0x66);
+	e_gs(e, sz_rex[size], opcmp, 1, rep);			/* cmp %gs:rep,%cx */
+	return e_jcc32(e, 0x5);					/* jne slow */
+}
+
+static void fill(u8 *field, u8 *target)
+{
+	if (field)
+		*(s32 *)field = rv_rel32(field, (unsigned long)target);
+}
+
+/* a cold stub for @field (rel32) returning to @back; false if out of space */
+static bool link_cold(u8 *field, struct rv_site *site, int kind, int reg, u8 *back)
+{
+	u8 *stub;
+
+	if (!field)
+		return true;
+	stub = cold_slow_stub(site, kind, reg, back);
+	if (!stub)
+		return false;
+	fill(field, stub);
+	return true;
+}
+
+/* what the translator calls before a memory instruction (byte mode) */
+static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
+{
+	bool replay = rv_byte_replaying(), flags, fast;
+	u8 *j_other = NULL, *j_slow = NULL, *j_seq = NULL, *j_str = NULL;
+	u8 *after_seq, *back, *mark = e->p;
+	struct rv_site *site;
+	int size = op->size, slow_kind = RV_SLOW_SHADOW, slow_reg = 2;
+
+	if (op->base == 4 || op->seg == 0x64) {
+		rv_cc.skipped_stack++;		/* own stack, or user TLS */
+		return false;
+	}
+	if (rv_bdebug & 1)
+		return false;
+	fast = !op->string && (size == 1 || size == 2 || size == 4 || size == 8);
+	site = rv_cold_alloc(sizeof(*site), 8);
+	if (!site)
+		goto bad;
+	site->pc = op->pc;
+	site->size = size;
+	site->dir = op->dir;
+	site->string = op->string;
+	flags = (rv_bdebug & 4) || !rv_flags_dead(op->pc);
+	e_push3(e);
+	/* the address first: the operand may use rax, rcx or rdx */
+	if (!op->string && !e_lea_rdx(e, insn, op))
+		goto bad;
+	e_save_flags(e, flags);
+	if (replay) {
+		/* mov %gs:seq,%rcx; cmp %gs:rp_next,%rcx; je replay-wait */
+		e_gs(e, 0x48, 0x8b, 1, RV_GS(crew) + offsetof(struct crew_cpu, seq));
+		e_gs(e, 0x48, 0x3b, 1, RV_GS(crew) + offsetof(struct crew_cpu, rp_next));
+		j_seq = e_jcc32(e, 0x4);
+	}
+	after_seq = e->p;
+	if (op->string) {
+		e_u8(e, 0xe9);			/* jmp string stub: it knows the ranges */
+		j_str = e->p;
+		e_u32(e, 0);
+	} else {
+		if (op->seg == 0x65)
+			e_gs(e, 0x48, 0x03, 2, RV_GS(this_off));	/* add %gs:this_off,%rdx */
+		j_other = e_to_phys(e);
+		if (!replay && fast) {
+			j_slow = e_shadow_check(e, size, op->dir & RV_MEM_WRITE);
+		} else if (!replay) {
+			/* an odd size (fxsave, 16 bytes, ...): the slow path */
+			e_u8(e, 0xe9);
+			j_slow = e->p;
+			e_u32(e, 0);
+			slow_kind = RV_SLOW_PHYS;
+			slow_reg = 1;
+		}
+	}
+	back = e->p;
+	e_restore(e, flags);
+	if (!link_cold(j_other, site, RV_SLOW_OTHER, 2, back) ||
+	    !link_cold(j_slow, site, slow_kind, slow_reg, back) ||
+	    !link_cold(j_seq, site, RV_SLOW_REPLAY, 1, after_seq) ||
+	    !link_cold(j_str, site, RV_SLOW_STRING, 1, back))
+		goto bad;
+	rv_cc.instrumented++;
+	return true;
+bad:
+	e->p = mark;
+	rv_cc.uninstrumented++;
+	return false;
+}
+
+/* after an instrumented instruction: release (seq++), fenced in record */
+static void crew_post(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
+{
+	u32 seq = RV_GS(crew) + offsetof(struct crew_cpu, seq);
+	e_u8(e, 0x50);					/* push %rax */
+	e_gs(e, 0x48, 0x8b, 0, seq);			/* mov %gs:seq,%rax */
+	e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0x40); e_u8(e, 0x01); /* lea 1(%rax),%rax */
+	if (rv_byte_replaying())
+		e_gs(e, 0x48, 0x89, 0, seq);		/* mov %rax,%gs:seq */
+	else
+		e_gs(e, 0x48, 0x87, 0, seq);		/* xchg %rax,%gs:seq */
+	e_u8(e, 0x58);					/* pop %rax */
+}
+
+static void crew_detpoint(struct rv_emit *e, struct insn *insn, unsigned long pc,
+			  enum rv_detpoint kind)
+{
+	struct rv_emit c;
+	u8 *j, *back, *db;
+
+	if (rv_bdebug & 2)
+		return;
+	e_u8(e, 0x50);					/* push %rax */
+	e_u8(e, 0x0f); e_u8(e, 0x90); e_u8(e, 0xc0);	/* seto %al */
+	e_u8(e, 0x9f);					/* lahf */
+	e_gs_movq_imm(e, RV_GS(dp_pc), (u32)(kind == RV_DP_HLT ? pc + insn->length : pc));
+	e_gs(e, 0x48, 0xff, 1, RV_GS(dp_remain));	/* decq %gs:dp_remain */
+	j = e_jcc32(e, 0x4);				/* jz doorbell */
+	back = e->p;
+	e_u8(e, 0x04); e_u8(e, 0x7f);			/* add $0x7f,%al */
+	e_u8(e, 0x9e);					/* sahf */
+	e_u8(e, 0x58);					/* pop %rax */
+	db = rv_cold_alloc(16, 16);
+	if (!db) {
+		e->p = j - 2;				/* no doorbell: a plain count */
+		e_u8(e, 0x04); e_u8(e, 0x7f); e_u8(e, 0x9e); e_u8(e, 0x58);
+		return;
+	}
+	c.p = db;
+	e_u8(&c, 0xe6); e_u8(&c, RVG_PORT_DB);		/* out %al,$port */
+	e_jmp(&c, (unsigned long)back);
+	fill(j, db);
+}
+
+static const struct rv_instrumentation crew_instr = {
+	.name = "crew",
+	.mem = crew_mem,
+	.post = crew_post,
+	.detpoint = crew_detpoint,
+};
+
+const struct rv_instrumentation *rv_crew_instrumentation(void)
+{
+	return &crew_instr;
+}

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Byte-CREW slow paths, called by slow_common (stubs_byte.c) on this CPU's
+ * private stack with interrupts as the translated code had them (the host
+ * injects none here: this is not a deterministic point).
+ *
+ * The site's inline code has pushed rax, rcx, rdx on the kernel stack and
+ * left the reason in x_kind, the address (or shadow pointer) in x_addr.
+ * Addresses outside the direct map and the kernel image are classified
+ * here: user memory is left alone (user space is share-nothing, and a
+ * user page the kernel touches through the direct map is ordered there),
+ * vmalloc and module memory is translated to its physical address through
+ * the page tables, anything else (ioremap) is MMIO: a deterministic point,
+ * so that the host can stop the vCPU in an MMIO access at an exact place.
+ */
+#include <linux/kernel.h>
+#include <linux/mm.h>
+#include <asm/pgtable.h>
+#include "rv.h"
+#include "crewinstr.h"
+#include "crew/crew.h"
+#include "rvg_abi.h"
+
+/* what slow_common pushed on the private stack, and the kernel stack */
+struct rv_priv_frame {
+	u64 r11, r10, r9, r8, rdi, rsi, rdx, rcx, rax, flags;
+};
+
+static void report(struct crew_cpu *c, int err, u64 detail)
+{
+	asm volatile("outl %%eax, %w1" : : "a" (RVG_CMD_ERROR), "Nd" (RVG_PORT_CMD),
+		     "D" ((u64)-err), "S" (detail) : "memory");
+}
+
+/* an MMIO access of translated code: a deterministic point, from C */
+static void mmio_detpoint(struct rv_vcpu *v, unsigned long pc)
+{
+	v->stats[RV_BS_MMIO]++;
+	WRITE_ONCE(v->dp_pc, pc);
+	if (--v->dp_remain == 0)
+		asm volatile("outb %%al, %w0" : : "Nd" (RVG_PORT_DB_MMIO), "a" (0) : "memory");
+}
+
+enum { CL_SKIP, CL_RAM, CL_MMIO };
+
+/* kernel address -> physical (RAM the shadow covers) or why not */
+static int rv_classify(unsigned long a, unsigned long *phys)
+{
+	unsigned int level;
+	unsigned long pfn, off;
+	pte_t *pte;
+
+	if (a - rv_cc.page_offset < rv_cc.span) {
+		*phys = a - rv_cc.page_offset;
+		return CL_RAM;
+	}
+	if (a - rv_cc.kimg_start < rv_cc.kimg_size) {
+		*phys = a - rv_cc.kimg_start + rv_cc.phys_base;
+		return CL_RAM;
+	}
+	if (a < TASK_SIZE_MAX)
+		return CL_SKIP;
+	pte = lookup_address(a, &level);
+	if (!pte || !pte_present(*pte))
+		return CL_SKIP;			/* it will fault; nothing to own */
+	pfn = pte_pfn(*pte);
+	switch (level) {
+	case PG_LEVEL_2M:
+		off = a & ~PMD_MASK;
+		break;
+	case PG_LEVEL_1G:
+		off = a & ~PUD_MASK;
+		break;
+	default:
+		off = a & ~PAGE_MASK;
+	}
+	*phys = (pfn << PAGE_SHIFT) + off;
+	if (*phys >= rv_cc.span || !pfn_valid(*phys >> PAGE_SHIFT))
+		return CL_MMIO;
+	return CL_RAM;
+}
+
+static bool owns(struct crew_cpu *c, unsigned long phys, unsigned long len, bool write)
+{
+	const u8 *s = (const u8 *)(rv_cc.shadow_va + phys);
+	unsigned long i;
+
+	for (i = 0; i < len; i++) {
+		u8 v = READ_ONCE(s[i]);
+
+		if (write ? v != c->mask : (v & c->mask) != c->mask)
+			return false;
+	}
+	return true;
+}
+
+/* record: take [phys, phys + len), in pieces the core accepts */
+static int take(struct crew_cpu *c, unsigned long phys, unsigned long len, bool write)
+{
+	int ret = 0;
+
+	while (len && !ret) {
+		unsigned long n = min(len, CREW_RANGE_MAX - (phys & (CREW_RANGE_MAX - 1)));
+
+		if (!owns(c, phys, n, write))
+			ret = crew_acquire_slow(c, (void *)phys, n, write);
+		phys += n;
+		len -= n;
+	}
+	return ret;
+}
+
+#define MAX_PIECES 64
+struct piece { unsigned long phys, len; bool write; };
+
+/* split [a, a + len) by page, classified; false if too many pieces */
+static bool add_piece_range(struct piece *p, int *np, unsigned long a, unsigned long len,
+		      bool write, bool *mmio)
+{
+	while (len) {
+		unsigned long n = min(len, PAGE_SIZE - (a & ~PAGE_MASK)), phys;
+
+		switch (rv_classify(a, &phys)) {
+		case CL_RAM:
+			if (*np && p[*np - 1].phys + p[*np - 1].len == phys &&
+			    p[*np - 1].write == write) {
+				p[*np - 1].len += n;
+			} else {
+				if (*np == MAX_PIECES)
+					return false;
+				p[*np].phys = phys;
+				p[*np].len = n;
+				p[*np].write = write;
+				(*np)++;
+			}
+			break;
+		case CL_MMIO:
+			*mmio = true;
+			break;
+		}
+		a += n;
+		len -= n;
+	}
+	return true;
+}
+
+/*
+ * Record: own every piece at once.  A transfer of one piece makes this
+ * vCPU BLOCKED for a while, during which another may take a piece it
+ * already holds: check them all again until none was lost.
+ */
+static int take_all(struct crew_cpu *c, struct piece *p, int np)
+{
+	int i, ret, rounds;
+
+	for (rounds = 0; rounds < 1000; rounds++) {
+		for (i = 0; i < np; i++) {
+			ret = take(c, p[i].phys, p[i].len, p[i].write);
+			if (ret)
+				return ret;
+		}
+		for (i = 0; i < np; i++)
+			if (!owns(c, p[i].phys, p[i].len, p[i].write))
+				break;
+		if (i == np)
+			return 0;
+	}
+	return -CREW_EDEADLOCK;
+}
+
+/* movs/stos/lods/cmps/scas: the ranges it will touch (rep: rcx times) */
+static int string_op(struct rv_vcpu *v, struct crew_cpu *c, struct rv_site *site,
+		     struct rv_priv_frame *f, bool replay)
+{
+	u64 *ks = (u64 *)v->priv_rsp;		/* rdx, rcx, rax the site pushed */
+	u64 rcx = ks[1], count = 1, bytes;
+	struct piece p[MAX_PIECES];
+	u8 op = *(u8 *)site->pc;
+	bool rep = false, mmio = false, down = f->flags & X86_EFLAGS_DF;
+	unsigned long pc = site->pc;
+	int np = 0;
+
+	/* prefixes: rep/repne (and a possible 0x66/REX before the opcode) */
+	while (op == 0xf3 || op == 0xf2 || op == 0x66 || (op & 0xf0) == 0x40) {
+		if (op == 0xf3 || op == 0xf2)
+			rep = true;
+		op = *(u8 *)++pc;
+	}
+	if (rep)
+		count = rcx;
+	if (!count)
+		return 0;
+	bytes = count * site->size;
+	if (bytes > (1UL << 24))
+		bytes = 1UL << 24;		/* a huge rep: the first 16 MiB */
+	v->stats[RV_BS_STRING]++;
+#define RANGE(reg, w) add_piece_range(p, &np, down ? (reg) + site->size - bytes : (reg), bytes, w, &mmio)
+	switch (op) {
+	case 0xa4: case 0xa5:			/* movs: read rsi, write rdi */
+		if (!RANGE(f->rsi, false) || !RANGE(f->rdi, true))
+			return -CREW_EINVAL;
+		break;
+	case 0xaa: case 0xab:			/* stos: write rdi */
+		if (!RANGE(f->rdi, true))
+			return -CREW_EINVAL;
+		break;
+	case 0xac: case 0xad:			/* lods: read rsi */
+		if (!RANGE(f->rsi, false))
+			return -CREW_EINVAL;
+		break;
+	case 0xa6: case 0xa7:			/* cmps: read both */
+		if (!RANGE(f->rsi, false) || !RANGE(f->rdi, false))
+			return -CREW_EINVAL;
+		break;
+	case 0xae: case 0xaf:			/* scas: read rdi */
+		if (!RANGE(f->rdi, false))
+			return -CREW_EINVAL;
+		break;
+	}
+#undef RANGE
+	if (mmio)
+		mmio_detpoint(v, site->pc);
+	if (replay || !np)
+		return 0;
+	return take_all(c, p, np);
+}
+
+void rv_byte_slow(void)
+{
+	struct rv_vcpu *v = this_cpu_ptr(&rv_vcpu);
+	struct crew_cpu *c = (struct crew_cpu *)v->crew;
+	struct rv_site *site = (struct rv_site *)v->x_site;
+	struct rv_priv_frame *f = (struct rv_priv_frame *)(v->priv_top - sizeof(*f));
+	bool replay = rv_byte_replaying(), write = site->dir & RV_MEM_WRITE;
+	unsigned long a = v->x_addr, phys, len = site->size ? site->size : 16;
+	struct piece p[2];
+	bool mmio = false;
+	int ret = 0, np = 0;
+
+	v->stats[RV_BS_SLOW]++;
+	switch (v->x_kind) {
+	case RV_SLOW_SHADOW:
+		ret = take(c, a - rv_cc.shadow_va, len, write);
+		break;
+	case RV_SLOW_PHYS:
+		ret = take(c, a, len, write);
+		break;
+	case RV_SLOW_OTHER:
+		v->stats[RV_BS_CLASSIFY]++;
+		if (!add_piece_range(p, &np, a, len, write, &mmio))
+			break;
+		if (mmio)
+			mmio_detpoint(v, site->pc);
+		if (!replay && np)
+			ret = take_all(c, p, np);
+		break;
+	case RV_SLOW_REPLAY:
+		v->stats[RV_BS_REPLAY_WAIT]++;
+		ret = crew_replay_slow(c);
+		break;
+	case RV_SLOW_STRING:
+		ret = string_op(v, c, site, f, replay);
+		break;
+	}
+	(void)phys;
+	if (ret)
+		report(c, ret, site->pc);
+}
