@@ -137,6 +137,8 @@ int rv_byte_init(void)
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, dp_pc) != RVG_OFF_DP_PC);
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, mode) != RVG_OFF_MODE);
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, enter_native) != 608);	/* switch.S */
+	BUILD_BUG_ON(offsetof(struct rv_vcpu, priv_rsp) != 536);
+	BUILD_BUG_ON(offsetof(struct rv_vcpu, priv_top) != 544);
 	BUILD_BUG_ON(offsetof(struct crew_cpu, seq) != RVG_OFF_SEQ);
 	BUILD_BUG_ON(offsetof(struct crew_cpu, state) != RVG_OFF_STATE);
 	BUILD_BUG_ON(sizeof(struct rv_vcpu) != RVG_VCPU_SIZE);

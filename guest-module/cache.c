@@ -14,6 +14,12 @@
 #include "crewinstr.h"
 
 struct rv_cache *rv_cache;
+/*
+ * In the module's own data, not kmalloc'd: byte CREW leaves module memory
+ * out of the host's RAM hashes, and the bump pointers here change
+ * differently in a recording and its replay.
+ */
+static struct rv_cache rv_cache_mem;
 static int (*set_memory_nx_p)(unsigned long addr, int numpages);
 
 /*
@@ -33,14 +39,11 @@ int rv_cache_create(void)
 	struct rv_cache *c;
 	u8 *mem;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
-	if (!c)
-		return -ENOMEM;
+	c = &rv_cache_mem;
+	memset(c, 0, sizeof(*c));
 	mem = rv_k.module_alloc(size);
-	if (!mem) {
-		kfree(c);
+	if (!mem)
 		return -ENOMEM;
-	}
 	memset(mem, 0xcc, csize);
 	memset(mem + csize, 0, ft);
 	rv_k.set_memory_x((unsigned long)mem, csize >> PAGE_SHIFT);
@@ -81,7 +84,6 @@ void rv_cache_destroy(bool leak)
 	if (set_memory_nx_p)
 		set_memory_nx_p((unsigned long)c->alloc_base, c->size >> PAGE_SHIFT);
 	vfree(c->alloc_base);
-	kfree(c);
 }
 
 /* arena allocation; caller holds rv_lock (or is single-threaded setup) */

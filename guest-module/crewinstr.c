@@ -45,10 +45,21 @@ struct rv_crew_consts rv_cc;
 /* debugging: 1 no memory instrumentation, 2 no det points, 4 flags always saved */
 unsigned int rv_bdebug;
 module_param_named(bdebug, rv_bdebug, uint, 0444);
+/*
+ * Accesses through %rsp are to the thread's own stack, but not only its
+ * owner uses a stack: wait-queue entries and completions live there and
+ * other CPUs write them through pointers, while the owner may read them
+ * %rsp-relative.  So they are instrumented too unless crew_stack=0.
+ */
+static bool crew_stack = true;
+module_param(crew_stack, bool, 0444);
 
 /* ---- flags liveness ----------------------------------------------------- */
 
-/* 1: reads a flag, 2: writes all six arithmetic flags, 4: ends the scan */
+/*
+ * 1: reads a flag, 2: writes all six arithmetic flags, 4: ends the scan,
+ * 8 (with 2): only dead by the calling convention (call, ret)
+ */
 static int flag_use(struct insn *insn)
 {
 	u8 op0 = insn->opcode.bytes[0];
@@ -85,32 +96,36 @@ static int flag_use(struct insn *insn)
 	case 0xd0: case 0xd1: case 0xd2: case 0xd3: case 0xc0: case 0xc1:
 		return (reg == 2 || reg == 3) ? 1 : 0;	/* rcl/rcr read CF */
 	case 0xc3: case 0xc2: case 0xe8:		/* ret, call: dead by ABI */
-		return 2;
+		return 2 | 8;
 	case 0xe9: case 0xeb: case 0xff: case 0xcf: case 0xcc: case 0xcd:
 		return 4;
 	}
 	return 0;
 }
 
-/* are the arithmetic flags dead before the instruction at @pc? */
-bool rv_flags_dead(unsigned long pc)
+/*
+ * Are the arithmetic flags dead before the instruction at @pc?  0: live,
+ * 1: the code overwrites them, 2: dead only by the calling convention (a
+ * callee or caller may still push them: pushf, local_irq_save)
+ */
+int rv_flags_dead(unsigned long pc)
 {
 	struct insn insn;
 	int i, u;
 
 	for (i = 0; i < 8; i++) {
 		if (rv_decode(&insn, pc))
-			return false;
+			return 0;
 		u = flag_use(&insn);
 		if (u & 1)
-			return false;
+			return 0;
 		if (u & 2)
-			return true;
+			return (u & 8) ? 2 : 1;
 		if (u & 4)
-			return false;
+			return 0;
 		pc += insn.length;
 	}
-	return false;
+	return 0;
 }
 
 /* ---- cold code: sites and their slow stubs ------------------------------ */
@@ -168,6 +183,15 @@ static bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memo
 		e_movabs(e, 2, op->rip_target);
 		return true;
 	}
+	if (op->base == 4) {
+		/* %rsp-based: 24 bytes lower now (rax, rcx, rdx pushed) */
+		e_u8(e, 0x48 | (rex & 3));
+		e_u8(e, 0x8d);
+		e_u8(e, 0x80 | (2 << 3) | 4);		/* mod 10: disp32, SIB */
+		e_u8(e, insn->sib.bytes[0]);
+		e_u32(e, (u32)(insn->displacement.value + 24));
+		return true;
+	}
 	/* 48|X|B 8d modrm(mod, reg=rdx, rm) [sib] [disp] */
 	e_u8(e, 0x48 | (rex & 3));
 	e_u8(e, 0x8d);
@@ -179,6 +203,40 @@ static bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memo
 	else if (insn->displacement.nbytes == 4)
 		e_u32(e, (u32)insn->displacement.value);
 	return true;
+}
+
+/*
+ * bt/bts/btr/btc with a register bit offset: the word touched is
+ * EA + (offset >> 6) * 8 (>> 5, * 4 for 32 bits).  The offset register's
+ * program value: rax, rcx, rdx from where e_push3 put them.
+ */
+static void e_bitreg(struct rv_emit *e, int reg, int size)
+{
+	static const u8 stack_off[3] = { 16, 8, 0 };	/* rax, rcx, rdx */
+	u8 sh = size == 8 ? 6 : size == 4 ? 5 : 4;
+	u8 sib = 0x0a | (1 << 3) | ((size == 8 ? 3 : size == 4 ? 2 : 1) << 6);
+
+	if (reg <= 2) {
+		if (size == 8) {			/* mov off(%rsp),%rcx */
+			e_u8(e, 0x48); e_u8(e, 0x8b);
+		} else if (size == 4) {			/* movslq off(%rsp),%rcx */
+			e_u8(e, 0x48); e_u8(e, 0x63);
+		} else {				/* movswq off(%rsp),%rcx */
+			e_u8(e, 0x48); e_u8(e, 0x0f); e_u8(e, 0xbf);
+		}
+		e_u8(e, 0x4c); e_u8(e, 0x24); e_u8(e, stack_off[reg]);
+	} else if (size == 8) {				/* mov %reg,%rcx */
+		e_u8(e, 0x48 | (reg >= 8 ? 4 : 0)); e_u8(e, 0x89);
+		e_u8(e, 0xc0 | ((reg & 7) << 3) | 1);
+	} else if (size == 4) {				/* movslq %reg32,%rcx */
+		e_u8(e, 0x48 | (reg >= 8 ? 1 : 0)); e_u8(e, 0x63);
+		e_u8(e, 0xc0 | (1 << 3) | (reg & 7));
+	} else {					/* movswq %reg16,%rcx */
+		e_u8(e, 0x48 | (reg >= 8 ? 1 : 0)); e_u8(e, 0x0f); e_u8(e, 0xbf);
+		e_u8(e, 0xc0 | (1 << 3) | (reg & 7));
+	}
+	e_u8(e, 0x48); e_u8(e, 0xc1); e_u8(e, 0xf9); e_u8(e, sh);	/* sar $sh,%rcx */
+	e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0x14); e_u8(e, sib);	/* lea (%rdx,%rcx,s),%rdx */
 }
 
 static void e_push3(struct rv_emit *e)
@@ -279,12 +337,14 @@ static bool link_cold(u8 *field, struct rv_site *site, int kind, int reg, u8 *ba
 static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	bool replay = rv_byte_replaying(), flags, fast;
+	int dead;
 	u8 *j_other = NULL, *j_slow = NULL, *j_seq = NULL, *j_str = NULL;
 	u8 *after_seq, *back, *mark = e->p;
 	struct rv_site *site;
 	int size = op->size, slow_kind = RV_SLOW_SHADOW, slow_reg = 2;
 
-	if (op->base == 4 || op->seg == 0x64) {
+	if ((op->base == 4 && (!crew_stack || insn->opcode.bytes[0] == 0x8f)) ||
+	    op->seg == 0x64) {
 		rv_cc.skipped_stack++;		/* own stack, or user TLS */
 		return false;
 	}
@@ -298,12 +358,15 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 	site->size = size;
 	site->dir = op->dir;
 	site->string = op->string;
-	flags = (rv_bdebug & 4) || !rv_flags_dead(op->pc);
+	dead = rv_flags_dead(op->pc);
+	flags = (rv_bdebug & 4) || !dead;
 	e_push3(e);
 	/* the address first: the operand may use rax, rcx or rdx */
 	if (!op->string && !e_lea_rdx(e, insn, op))
 		goto bad;
 	e_save_flags(e, flags);
+	if (op->bitreg >= 0)
+		e_bitreg(e, op->bitreg, size);
 	if (replay) {
 		/* mov %gs:seq,%rcx; cmp %gs:rp_next,%rcx; je replay-wait */
 		e_gs(e, 0x48, 0x8b, 1, RV_GS(crew) + offsetof(struct crew_cpu, seq));
@@ -332,6 +395,13 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 	}
 	back = e->p;
 	e_restore(e, flags);
+	if (dead == 2 && !flags) {
+		/*
+		 * Dead flags a callee may still push: give them the same value
+		 * in record and replay (whose checks differ): cmp %rsp,%rsp.
+		 */
+		e_u8(e, 0x48); e_u8(e, 0x39); e_u8(e, 0xe4);
+	}
 	if (!link_cold(j_other, site, RV_SLOW_OTHER, 2, back) ||
 	    !link_cold(j_slow, site, slow_kind, slow_reg, back) ||
 	    !link_cold(j_seq, site, RV_SLOW_REPLAY, 1, after_seq) ||
@@ -349,6 +419,7 @@ bad:
 static void crew_post(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	u32 seq = RV_GS(crew) + offsetof(struct crew_cpu, seq);
+
 	e_u8(e, 0x50);					/* push %rax */
 	e_gs(e, 0x48, 0x8b, 0, seq);			/* mov %gs:seq,%rax */
 	e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0x40); e_u8(e, 0x01); /* lea 1(%rax),%rax */

@@ -37,7 +37,7 @@ extern struct rv_crew_consts rv_cc;
 extern unsigned int rv_bdebug;
 
 void *rv_cold_alloc(unsigned long size, unsigned long align);
-bool rv_flags_dead(unsigned long pc);
+int rv_flags_dead(unsigned long pc);
 void e_gs(struct rv_emit *e, u8 rex, u8 op, int reg, u32 disp);
 void e_gs_movq_imm(struct rv_emit *e, u32 disp, u32 imm);
 const struct rv_instrumentation *rv_crew_instrumentation(void);

@@ -94,6 +94,7 @@ static bool describe(struct insn *insn, unsigned long pc, struct rv_memop *m)
 			m->seg = insn->prefixes.bytes[i];
 	if ((op0 >= 0xa4 && op0 <= 0xa7) || (op0 >= 0xaa && op0 <= 0xaf)) {
 		m->string = true;
+		m->bitreg = -1;
 		m->size = (op0 & 1) ? insn->opnd_bytes : 1;
 		m->dir = (op0 == 0xaa || op0 == 0xab) ? RV_MEM_WRITE :
 			 (op0 == 0xa4 || op0 == 0xa5) ? RV_MEM_READ | RV_MEM_WRITE : RV_MEM_READ;
@@ -105,10 +106,29 @@ static bool describe(struct insn *insn, unsigned long pc, struct rv_memop *m)
 	if (none)
 		return false;
 	m->size = insn->opnd_bytes;
+	m->bitreg = -1;
 	if (op0 < 0x40 ? !(op0 & 1) : (op0 == 0x88 || op0 == 0x8a || op0 == 0x80 || op0 == 0xc6 ||
 				       op0 == 0xf6 || op0 == 0xfe || op0 == 0x84 || op0 == 0x86 ||
 				       op0 == 0xc0 || op0 == 0xd0 || op0 == 0xd2))
 		m->size = 1;
+	if (op0 == 0x63)				/* movsxd */
+		m->size = 4;
+	if (op0 == 0x0f) {
+		u8 op1 = insn->opcode.bytes[1];
+
+		if (op1 == 0xb6 || op1 == 0xbe || (op1 >= 0x90 && op1 <= 0x9f) ||
+		    op1 == 0xb0 || op1 == 0xc0)
+			m->size = 1;			/* movzx/movsx byte, setcc, cmpxchg/xadd byte */
+		else if (op1 == 0xb7 || op1 == 0xbf)
+			m->size = 2;
+		else if (op1 == 0xc7 && X86_MODRM_REG(modrm) == 1)
+			m->size = insn->opnd_bytes == 8 ? 16 : 8;	/* cmpxchg16b/8b */
+		else if (op1 == 0xa3 || op1 == 0xab || op1 == 0xb3 || op1 == 0xbb) {
+			/* bt/bts/btr/btc with a register bit offset: the word is
+			 * EA + (offset >> 6) * 8 (or >> 5, * 4) */
+			m->bitreg = X86_MODRM_REG(modrm) | (X86_REX_R(rex) ? 8 : 0);
+		}
+	}
 	m->disp = insn->displacement.value;
 	if (X86_MODRM_MOD(modrm) == 0 && X86_MODRM_RM(modrm) == 5) {
 		m->riprel = true;

@@ -32,6 +32,7 @@ struct rv_memop {
 	u8 scale;		/* 1, 2, 4, 8 */
 	s32 disp;
 	bool string;		/* movs/stos/lods/cmps/scas: rsi/rdi based */
+	s8 bitreg;		/* bt/bts/btr/btc: the bit-offset register, or -1 */
 };
 
 enum rv_detpoint { RV_DP_IO, RV_DP_RDTSC, RV_DP_PAUSE, RV_DP_BACKEDGE, RV_DP_HLT,

@@ -6,20 +6,38 @@
  * becomes the enter trampoline (a fixed address, so the stack gets the same
  * bytes in a recording and its replay), the native one goes to this CPU's
  * enter_native slot.  From here on every CPU runs translated kernel code.
+ * The C part runs on this CPU's private stack and the caller-saved
+ * registers are cleared afterwards: its frames and what it left in them
+ * differ between a recording and its replay (they take different paths),
+ * and the kernel stack must not show that.
  */
 #include <linux/linkage.h>
 #include <asm/percpu.h>
 
 #define RV_OFF_ENTER_NATIVE 608	/* offsetof(struct rv_vcpu, enter_native) */
+#define RV_OFF_PRIV_RSP 536	/* offsetof(struct rv_vcpu, priv_rsp) */
+#define RV_OFF_PRIV_TOP 544	/* offsetof(struct rv_vcpu, priv_top) */
 
 	.text
 SYM_FUNC_START(rv_byte_stop_fn)
+	movq	%rsp, %gs:rv_vcpu + RV_OFF_PRIV_RSP
+	movq	%gs:rv_vcpu + RV_OFF_PRIV_TOP, %rsp
 	call	rv_byte_on_cpu
+	movq	%gs:rv_vcpu + RV_OFF_PRIV_RSP, %rsp
 	testl	%eax, %eax
 	jnz	1f
 	movq	(%rsp), %rdx
 	movq	%rdx, %gs:rv_vcpu + RV_OFF_ENTER_NATIVE
 	movq	rv_byte_enter_tramp(%rip), %rdx
 	movq	%rdx, (%rsp)
+	xorl	%ecx, %ecx
+	xorl	%edx, %edx
+	xorl	%esi, %esi
+	xorl	%edi, %edi
+	xorl	%r8d, %r8d
+	xorl	%r9d, %r9d
+	xorl	%r10d, %r10d
+	xorl	%r11d, %r11d
+	xorl	%eax, %eax
 1:	RET
 SYM_FUNC_END(rv_byte_stop_fn)
