@@ -64,7 +64,7 @@ experiment: qemu image tools
 	$(PY) bench/experiment.py -v --out $(EXP_OUT) $(if $(QUICK),--quick) $(EXP_ARGS)
 
 demo: qemu image tools
-	DEMO_VCPUS=$(or $(VCPUS),2) $(PY) tests/demo.py
+	DEMO_VCPUS=$(or $(VCPUS),2) DEMO_CREW=$(or $(CREW),page) $(PY) tests/demo.py
 
 clean:
 	rm -rf build

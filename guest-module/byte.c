@@ -313,6 +313,26 @@ static void translate_entries(void)
 	WRITE_ONCE(rv_byte_lstar_slot, rv_lookup_or_translate(rv_byte_lstar_native));
 }
 
+/*
+ * Testing only (bdebug=32): act like a hostile or broken guest, a record
+ * with a bad checksum in the ring; the host must stop with an error.
+ */
+static void hostile_record(int cpu)
+{
+	struct crew_rec r = { 0 };
+
+	r.magic = CREW_REC_MAGIC;
+	r.version = CREW_REC_VERSION;
+	r.type = CREW_REC_TRANSFER;
+	r.acq_id = cpu;
+	r.n_owners = 1;
+	r.owner[0] = (u64)(cpu ^ 1) << CREW_SEQ_BITS;
+	crew_rec_seal(&r);
+	r.acq_seq ^= 0x5a;			/* breaks the checksum */
+	crew_ring_emit(&prod[cpu], &r);
+	host_cmd(RVG_CMD_DRAIN, 0, 0);
+}
+
 static void start_cpu(int cpu)
 {
 	struct crew_cpu *c = crew_of(cpu);
@@ -326,6 +346,8 @@ static void start_cpu(int cpu)
 		prod[cpu].full = full_drain;
 		c->emit = crew_ring_emit;
 		c->emit_priv = &prod[cpu];
+		if ((rv_bdebug & 32) && cpu == 0)
+			hostile_record(cpu);
 	}
 }
 

@@ -42,7 +42,10 @@
 #include "rvg_abi.h"
 
 struct rv_crew_consts rv_cc;
-/* debugging: 1 no memory instrumentation, 2 no det points, 4 flags always saved */
+/*
+ * debugging: 1 no memory instrumentation, 2 no det points, 4 flags always
+ * saved, 16 noinstr text left alone, 32 a hostile guest (byte.c)
+ */
 unsigned int rv_bdebug;
 module_param_named(bdebug, rv_bdebug, uint, 0444);
 /*

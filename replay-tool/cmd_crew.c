@@ -192,6 +192,7 @@ int cmd_crew_stats(int argc, char **argv)
 	}
 	uint64_t n = 0, n_page = 0, n_byte = 0, writes = 0, cls[3] = { 0 };
 	uint64_t no_range = 0, end_ns = 0, cp_ns = 0, events = 0;
+	uint64_t byte_marks = 0, switch_ns = 0;
 	uint64_t by_vcpu[MAX_VCPUS] = { 0 }, other_vcpu = 0;
 	int s, ret = EXIT_OK;
 	const Rr__Event *ev;
@@ -205,11 +206,18 @@ int cmd_crew_stats(int argc, char **argv)
 		}
 		if (ev->body_case == RR__EVENT__BODY_CHECKPOINT) {
 			cp_ns = ev->checkpoint->host_ns;
+			if (ev->checkpoint->crew_switch == RR__HEADER__CREW_MODE__BYTE)
+				switch_ns = cp_ns;
 			continue;
 		}
 		if (ev->body_case != RR__EVENT__BODY_CREW_TRANSFER)
 			continue;
 		const Rr__CrewTransfer *c = ev->crew_transfer;
+		if (c->granularity != RR__CREW_TRANSFER__GRANULARITY__PAGE &&
+		    !c->n_prev_owners) {
+			byte_marks++;	/* "no transfer before this seq": not one */
+			continue;
+		}
 		n++;
 		writes += c->write;
 		if (ev->vcpu < MAX_VCPUS)
@@ -288,6 +296,12 @@ int cmd_crew_stats(int argc, char **argv)
 			       dur, dur > 0 ? n / dur : 0.0);
 		else
 			printf(",\"duration_s\":null,\"transfers_per_s\":null");
+		printf(",\"byte_marks\":%" PRIu64, byte_marks);
+		if (switch_ns && dur_src && dur > switch_ns / 1e9)
+			printf(",\"byte_switch_s\":%.6f,\"byte_transfers_per_s\":%.3f",
+			       switch_ns / 1e9, n_byte / (dur - switch_ns / 1e9));
+		else
+			printf(",\"byte_switch_s\":null,\"byte_transfers_per_s\":null");
 		printf(",\"pages\":%zu,\"reads\":%" PRIu64 ",\"writes\":%" PRIu64
 		       ",\"true_sharing\":%" PRIu64 ",\"false_sharing\":%" PRIu64
 		       ",\"unknown\":%" PRIu64 ",\"no_byte_range\":%" PRIu64,
@@ -321,6 +335,10 @@ int cmd_crew_stats(int argc, char **argv)
 		       events);
 		printf("transfers:        %" PRIu64 " (%" PRIu64 " page, %" PRIu64
 		       " byte)\n", n, n_page, n_byte);
+		if (switch_ns && dur_src && dur > switch_ns / 1e9)
+			printf("byte CREW:        from %.3f s on (the guest module's "
+			       "switch), %.0f byte transfers/s\n", switch_ns / 1e9,
+			       n_byte / (dur - switch_ns / 1e9));
 		if (dur_src && dur > 0)
 			printf("duration:         %.3f s (%s), %.0f transfers/s\n",
 			       dur, dur_src, n / dur);

@@ -14,14 +14,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rrtest  # noqa: E402
 
 VCPUS = int(os.environ.get("DEMO_VCPUS", "1"))
+CREW = os.environ.get("DEMO_CREW", "page")
 CMD = "tscrand | tail -1; racy_counter -t 2 -n 1M -a 2000 | tail -1; diskread | tail -1"
+if CREW == "byte":
+    # byte CREW orders kernel memory; user space shares nothing, so the
+    # race is between processes in the kernel (one file, pipe, socket)
+    CMD = "tscrand | tail -1; racy_kernel -p %d -n 200 | tail -1; diskread | tail -1" % max(VCPUS, 2)
 
 
 def main():
     with tempfile.TemporaryDirectory(prefix="rv-demo-") as tmp:
         log = os.path.join(tmp, "run.rr")
-        print("== recording a %d-vCPU VM (MTTCG) into %s" % (VCPUS, log), flush=True)
-        rec = rrtest.record(log, vcpus=VCPUS, cmd=CMD)
+        print("== recording a %d-vCPU VM (MTTCG, %s-granular CREW) into %s" % (VCPUS, CREW, log),
+              flush=True)
+        rec = rrtest.record(log, vcpus=VCPUS, cmd=CMD, crew=CREW if VCPUS > 1 else None,
+                            timeout=600)
         want = rrtest.results(rec.output)
         print("\n".join("   recorded: " + r for r in want))
         ok = True

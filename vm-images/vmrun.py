@@ -163,14 +163,18 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
 # module loads at boot with translation and byte CREW on.
 BYTE_MEM = 1024
 BYTE_SHADOW = "mem=480M"
-BYTE_MODPARAMS = "rv.modparams=dbt=1,crew=byte," + os.environ.get('RV_BYTE_EXTRA', '') + "shadow_base=0x1e000000,shadow_size=0x1e000000"
+BYTE_MODPARAMS = "rv.modparams=dbt=1,crew=byte,shadow_base=0x1e000000,shadow_size=0x1e000000"
 
 
 def byte_crew_args(kw):
+    """RV_BYTE_EXTRA (environment, read now): more guest-module parameters,
+    comma-separated (debugging and tests, e.g. bdebug=32)."""
+    extra = os.environ.get("RV_BYTE_EXTRA", "").strip(",")
     kw["mem"] = BYTE_MEM
     kw["module"] = True
-    kw["append_extra"] = (kw.get("append_extra", "") + " " + BYTE_SHADOW + " " +
-                          BYTE_MODPARAMS).strip()
+    kw["append_extra"] = " ".join(x for x in (kw.get("append_extra", ""), BYTE_SHADOW,
+                                              BYTE_MODPARAMS + ("," + extra if extra else ""))
+                                  if x)
 
 
 def parse_console(console):
