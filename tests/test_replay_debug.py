@@ -174,9 +174,16 @@ def test_record_command_records_what_replay_reruns(tmp_path):
     assert rrtest.results(rrtest.replay(log).output) == want
 
 
-def test_record_command_refuses_byte_crew_for_now(tmp_path):
-    r = subprocess.run([rrtest.REPLAY_VM, "record", "--log", str(tmp_path / "run.rr"), "--vcpus", "2",
-                        "--crew", "byte", "--cmd", "true"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=300)
-    assert r.returncode != 0
-    assert b"crew=byte needs byte-granular CREW" in r.stderr + r.stdout
+def test_record_command_records_byte_crew(tmp_path):
+    """replay-vm record --crew byte boots with the guest module in byte mode:
+    the log says so and holds the page->byte switch and byte transfers
+    (replays of byte logs: test_rr_byte.py)."""
+    log = tmp_path / "run.rr"
+    r = subprocess.run([rrtest.REPLAY_VM, "record", "--log", str(log), "--vcpus", "2",
+                        "--crew", "byte", "--cmd", "cat /proc/modules | grep -c replayvm"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    assert r.stdout.decode().strip().endswith("1"), r.stdout.decode()
+    info = subprocess.run([rrtest.REPLAY_VM, "info", str(log)], stdout=subprocess.PIPE).stdout.decode()
+    assert re.search(r"crew mode\s+byte", info), info
+    assert rrtest.crew_stats(log)["byte_transfers"] > 0
