@@ -138,7 +138,8 @@ int rv_byte_init(void)
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, mode) != RVG_OFF_MODE);
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, enter_native) != 608);	/* switch.S */
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, priv_rsp) != 536);
-	BUILD_BUG_ON(offsetof(struct rv_vcpu, priv_top) != 544);
+	BUILD_BUG_ON(offsetof(struct rv_vcpu, priv_top) != RVG_OFF_PRIV_TOP);
+	BUILD_BUG_ON((PAGE_SIZE << STACK_ORDER) != RVG_PRIV_STACK_SIZE);
 	BUILD_BUG_ON(offsetof(struct crew_cpu, seq) != RVG_OFF_SEQ);
 	BUILD_BUG_ON(offsetof(struct crew_cpu, state) != RVG_OFF_STATE);
 	BUILD_BUG_ON(sizeof(struct rv_vcpu) != RVG_VCPU_SIZE);
@@ -233,6 +234,8 @@ int rv_byte_register(void)
 	desc->shadow_len = shadow_size;
 	desc->cache_lo = (unsigned long)rv_cache->base;
 	desc->cache_hi = (unsigned long)rv_cache->base + rv_cache->size;
+	desc->ktext_lo = rv_k.stext;
+	desc->ktext_hi = rv_k.etext;
 	for_each_online_cpu(cpu) {
 		desc->vcpu_gpa[cpu] = slow_virt_to_phys(per_cpu_ptr(&rv_vcpu, cpu));
 		desc->ring_gpa[cpu] = virt_to_phys(rings[cpu]);

@@ -247,18 +247,30 @@ on:
 	WRITE_ONCE(rv_active, true);
 	atomic_set(&on_once, 0);
 	atomic_long_set(&made_translated, 0);
-	if (rv_byte) {
-		ret = stop_machine(rv_byte_stop_fn, NULL, cpu_online_mask);
-		if (ret)
-			WRITE_ONCE(rv_active, false);
-		return ret;
-	}
+	if (rv_byte)
+		return 0;	/* the switch is rv_byte_switch_on(), last */
 	ret = stop_machine(on_cpu, NULL, cpu_online_mask);
 	if (ret)
 		WRITE_ONCE(rv_active, false);
 	else if (rv_callret)
 		pr_info(RV_PR "switch-on: %ld return addresses on kernel stacks now point into the code cache\n",
 			atomic_long_read(&made_translated));
+	return ret;
+}
+
+/*
+ * Byte mode: the switch itself, the last thing module init does (called
+ * from init_module in switch.S, which then returns into the code cache).
+ * This task sleeps natively in stop_machine() and is woken by translated
+ * code; from its return on, nothing here may call into the kernel: that
+ * would run kernel code natively, outside CREW and det points.
+ */
+int rv_byte_switch_on(void)
+{
+	int ret = stop_machine(rv_byte_stop_fn, NULL, cpu_online_mask);
+
+	if (ret)
+		WRITE_ONCE(rv_active, false);
 	return ret;
 }
 

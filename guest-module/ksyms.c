@@ -42,6 +42,8 @@ int rv_ksyms_init(void)
 		rv_k.ftrace_lo = rv_k.ftrace_hi = 0;
 	else
 		rv_k.ftrace_hi += 0x40;
+	/* optional: ftrace's trampolines made for one ftrace_ops */
+	rv_k.is_ftrace_trampoline = (void *)kln("is_ftrace_trampoline");
 	rv_k.module_text_address = (void *)rv_ksym("__module_text_address");
 	rv_k.put_task_stack = (void *)rv_ksym("put_task_stack");
 	rv_k.idle_task = (void *)rv_ksym("idle_task");

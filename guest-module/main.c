@@ -101,7 +101,8 @@ static bool wait_cache_idle(void)
 	return false;
 }
 
-static int __init replayvm_init(void)
+/* returns RV_INIT_SWITCH when init_module (switch.S) must still switch to byte CREW */
+int __init replayvm_init(void)
 {
 	int ret;
 
@@ -158,8 +159,8 @@ static int __init replayvm_init(void)
 		__module_get(THIS_MODULE);
 		/* (nothing that differs between record and replay: the kernel log
 		 * is guest memory like any other) */
-		pr_info(RV_PR "byte CREW on\n");
-		return 0;
+		pr_info(RV_PR "byte CREW: switching on\n");
+		return RV_INIT_SWITCH;
 	}
 	pr_info(RV_PR "translation on: %lu blocks, %lu bytes of code cache\n",
 		rv_nblocks(), rv_cache->used);
@@ -193,7 +194,19 @@ static void __exit replayvm_exit(void)
 	pr_info("replayvm: unloaded\n");
 }
 
-module_init(replayvm_init);
+/* byte mode: the failed switch undoes what replayvm_init did */
+int rv_byte_switch_failed(int ret)
+{
+	module_put(THIS_MODULE);
+	rv_coherence_exit();
+	rv_cache_destroy(false);
+	rv_translate_exit();
+	rv_byte_exit();
+	rv_stats_exit();
+	return ret;
+}
+
+/* the module's init function is init_module in switch.S */
 module_exit(replayvm_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("replay-vm guest module (kernel DBT + byte-granular CREW)");

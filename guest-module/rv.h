@@ -32,6 +32,7 @@ struct rv_kfuncs {
 	unsigned long entry_syscall_64;
 	unsigned long ftrace_lo, ftrace_hi;	/* ftrace's asm trampolines */
 	struct module *(*module_text_address)(unsigned long addr);
+	bool (*is_ftrace_trampoline)(unsigned long addr);
 	void (*put_task_stack)(struct task_struct *tsk);
 	struct task_struct *(*idle_task)(int cpu);
 	void (*unwind_start)(struct unwind_state *state, struct task_struct *task,
@@ -145,6 +146,11 @@ unsigned long rv_emit_syscall_stub(unsigned long entry_tr);
 
 /* ---- entry interposition (entry.c) ---- */
 int rv_entry_on(void);
+int rv_byte_switch_on(void);
+int rv_byte_switch_failed(int ret);
+#define RV_INIT_SWITCH 1	/* replayvm_init: byte mode, switch now */
+int replayvm_init(void);
+int __init init_module(void);	/* switch.S: calls replayvm_init, switches */
 void rv_entry_off(void);
 
 /* ---- coherence: text_poke, modules (coherence.c) ---- */

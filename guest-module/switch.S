@@ -41,3 +41,40 @@ SYM_FUNC_START(rv_byte_stop_fn)
 	xorl	%eax, %eax
 1:	RET
 SYM_FUNC_END(rv_byte_stop_fn)
+
+/*
+ * The module's init function (init_module).  In byte mode the switch comes last and this
+ * task returns from it into the code cache, not into native
+ * do_one_initcall(): run natively, the rest of module loading (mutexes,
+ * RCU, the module list) would touch shared kernel memory outside CREW and
+ * keep its CPU away from det points.  No interrupt reaches native code
+ * after the switch (the host injects them at det points only), so the
+ * per-CPU enter_native slot holds until enter_tramp reads it.
+ */
+	.pushsection .init.text, "ax"
+SYM_FUNC_START(init_module)
+	call	replayvm_init
+	cmpl	$1, %eax		/* RV_INIT_SWITCH */
+	jne	1f
+	call	rv_byte_switch_on
+	testl	%eax, %eax
+	jnz	2f
+	movq	(%rsp), %rdx
+	movq	%rdx, %gs:rv_vcpu + RV_OFF_ENTER_NATIVE
+	movq	rv_byte_enter_tramp(%rip), %rdx
+	movq	%rdx, (%rsp)
+	xorl	%ecx, %ecx
+	xorl	%edx, %edx
+	xorl	%esi, %esi
+	xorl	%edi, %edi
+	xorl	%r8d, %r8d
+	xorl	%r9d, %r9d
+	xorl	%r10d, %r10d
+	xorl	%r11d, %r11d
+	xorl	%eax, %eax
+1:	RET
+2:	movl	%eax, %edi
+	call	rv_byte_switch_failed
+	RET
+SYM_FUNC_END(init_module)
+	.popsection

@@ -36,13 +36,26 @@ static struct rv_block **hash;
 static struct rv_block *blocks;
 static unsigned long nblocks;
 /*
- * The translator lock.  Inline arch spinlock + irq save so that everything
- * the dispatcher does shows up in this module's text (the time-share
- * sampling tells "dispatcher" apart from "native kernel").
+ * The translator lock: a test-and-set lock inline in this module, irqs
+ * saved.  Everything the dispatcher does then shows up in this module's
+ * text (the time-share sampling tells "dispatcher" apart from "native
+ * kernel"), and byte mode never runs the kernel's qspinlock slow path
+ * natively (it would write the kernel's per-CPU qnodes outside CREW).
  */
-static arch_spinlock_t rv_lock = __ARCH_SPIN_LOCK_UNLOCKED;
-#define rv_lock_irqsave(f)	do { local_irq_save(f); arch_spin_lock(&rv_lock); } while (0)
-#define rv_unlock_irqrestore(f)	do { arch_spin_unlock(&rv_lock); local_irq_restore(f); } while (0)
+static int rv_lock;
+
+static __always_inline void rv_spin_lock(void)
+{
+	while (READ_ONCE(rv_lock) || cmpxchg(&rv_lock, 0, 1))
+		cpu_relax();
+}
+
+static __always_inline void rv_spin_unlock(void)
+{
+	smp_store_release(&rv_lock, 0);
+}
+#define rv_lock_irqsave(f)	do { local_irq_save(f); rv_spin_lock(); } while (0)
+#define rv_unlock_irqrestore(f)	do { rv_spin_unlock(); local_irq_restore(f); } while (0)
 DEFINE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 bool rv_active;
 bool rv_callret = true;
@@ -63,9 +76,17 @@ bool rv_translatable(unsigned long pc)
 	struct module *mod;
 	bool ok = false;
 
-	if (pc >= rv_k.ftrace_lo && pc < rv_k.ftrace_hi)
+	/*
+	 * ftrace's trampolines find the traced function from their return
+	 * address: native only where calls push cache addresses (callret).
+	 * Byte mode pushes native ones, and must not run kernel text natively
+	 * (the kretprobes of coherence.c are ftrace-based).
+	 */
+	if (!rv_byte && pc >= rv_k.ftrace_lo && pc < rv_k.ftrace_hi)
 		return false;
 	if (pc >= rv_k.stext && pc < rv_k.etext)
+		return true;
+	if (rv_byte && rv_k.is_ftrace_trampoline && rv_k.is_ftrace_trampoline(pc))
 		return true;
 	preempt_disable();
 	mod = rv_k.module_text_address(pc);

@@ -87,6 +87,8 @@ struct rvg_desc {
 	__u64 cache_lo, cache_hi;	/* code cache (guest virtual) */
 	__u64 n_excl;		/* ranges the RAM hash leaves out */
 	__u64 excl_gpa;		/* -> struct rvg_range[n_excl] */
+	__u64 ktext_lo, ktext_hi;	/* kernel text (guest virtual): the host
+					 * reports kernel code run natively */
 };
 
 /*
@@ -100,6 +102,9 @@ struct rvg_desc {
 #define RVG_OFF_DP_REMAIN	512	/* u64: doorbell when it reaches 0 */
 #define RVG_OFF_DP_PC		520	/* u64: native pc of the last det point */
 #define RVG_OFF_MODE		528	/* u64: enum rvg_host_mode (host writes) */
+#define RVG_OFF_PRIV_TOP	544	/* u64: top of the module's private stack */
+#define RVG_PRIV_STACK_SIZE	16384	/* (where its runtime runs kernel helpers
+					 * natively, by design) */
 #define RVG_VCPU_SIZE		1024
 
 #define RVG_STATE_ACTIVE	0
