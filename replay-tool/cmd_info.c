@@ -45,6 +45,9 @@ static void print_header(const Rr__Header *h)
 	printf("  ram                %" PRIu64 " MB\n", h->ram_mb);
 	printf("  accel              %s\n", h->accel && *h->accel ? h->accel : "?");
 	printf("  crew mode          %s\n", crew_name(h->crew_mode));
+	if (h->crew_mode == 2)	/* what a byte-mode recording assumes */
+		printf("  user memory        share-nothing (byte CREW orders "
+		       "kernel memory from the switch on)\n");
 	if (h->qemu_version && *h->qemu_version)
 		printf("  qemu               %s\n", h->qemu_version);
 	if (h->tsc_khz)

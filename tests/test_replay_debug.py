@@ -186,4 +186,5 @@ def test_record_command_records_byte_crew(tmp_path):
     assert r.stdout.decode().strip().endswith("1"), r.stdout.decode()
     info = subprocess.run([rrtest.REPLAY_VM, "info", str(log)], stdout=subprocess.PIPE).stdout.decode()
     assert re.search(r"crew mode\s+byte", info), info
+    assert "user memory        share-nothing" in info, info
     assert rrtest.crew_stats(log)["byte_transfers"] > 0
