@@ -77,8 +77,12 @@ def acpi_initrd(base, kver, out):
 
 def domain_xml(name, log, console, vcpus=2, memory=512, crew="page", command="uname -a",
                idle=False, image=vmrun.IMAGE, qemu=vmrun.QEMU, initrd=None):
-    base = vmrun.qemu_argv(vcpus=vcpus, mem=memory, image=image, qemu=qemu, command=command,
-                           append_extra="rv.acpi=1" + (" rv.idle=1" if idle else ""))
+    kw = {"append_extra": "rv.acpi=1" + (" rv.idle=1" if idle else "")}
+    if crew == "byte":
+        # the guest module in byte mode, its shadow memory above mem=
+        vmrun.byte_crew_args(kw)
+        memory = max(memory, kw.pop("mem"))
+    base = vmrun.qemu_argv(vcpus=vcpus, mem=memory, image=image, qemu=qemu, command=command, **kw)
     append = base[base.index("-append") + 1]
     rr = "record,log=%s" % os.path.abspath(log)
     if crew:
@@ -117,8 +121,8 @@ def main(argv=None):
     ap.add_argument("--memory", type=int, default=512, help="MiB")
     ap.add_argument("--log", required=True, help="the recording to write (run.rr)")
     ap.add_argument("--crew", choices=("page", "byte", "none"), default="page",
-                    help="CREW granularity (byte: refused by QEMU until the guest module "
-                         "supports it; none: leave it to QEMU's default)")
+                    help="CREW granularity (byte: the guest module's byte-granular CREW for "
+                         "kernel memory, 1 GiB of guest RAM; none: leave it to QEMU's default)")
     ap.add_argument("--console", help="serial console file (default: next to the log)")
     g = ap.add_mutually_exclusive_group()
     g.add_argument("--workload", help="a workload of vm-images/workloads (%s)" % ", ".join(sorted(vmrun.WORKLOADS)))
