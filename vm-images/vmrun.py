@@ -54,14 +54,17 @@ class Result:
     seconds: float
     argv: list
     marks: list = dataclasses.field(default_factory=list)  # (seconds, line) of RVMARK lines
+    mark_log_bytes: list = dataclasses.field(default_factory=list)  # recording's size at each mark
 
 
 class MarkClock:
     """Host arrival time of the guest's "RVMARK ..." console lines, so that a
     benchmark can time the workload itself (boot excluded) the same way in
     a plain run, a recording and a replay."""
-    def __init__(self, t0):
-        self.t0, self.partial, self.marks = t0, b"", []
+    def __init__(self, t0, watch=None):
+        # watch: a file (the log being recorded) whose size is noted at
+        # every mark, in sizes[], for log growth during the workload
+        self.t0, self.partial, self.marks, self.watch, self.sizes = t0, b"", [], watch, []
 
     def feed(self, data):
         now = time.monotonic() - self.t0
@@ -71,6 +74,11 @@ class MarkClock:
             l = l.decode(errors="replace").strip()
             if l.startswith("RVMARK"):
                 self.marks.append((now, l))
+                if self.watch:
+                    try:
+                        self.sizes.append(os.path.getsize(self.watch))
+                    except OSError:
+                        self.sizes.append(None)
 
 
 def hw_kvm_available():
@@ -217,7 +225,7 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, start_new_session=True, env=env)
         chunks, timed_out = [], False
-        clock = MarkClock(t0)
+        clock = MarkClock(t0, watch=os.path.abspath(record) if record else None)
         os.set_blocking(p.stdout.fileno(), False)
         while True:
             data = p.stdout.read()
@@ -248,4 +256,5 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
             status = EXIT_TIMEOUT
         elif status is None:
             status = EXIT_NO_RESULT
-        return Result(status, output, console, p.returncode, seconds, argv, clock.marks)
+        return Result(status, output, console, p.returncode, seconds, argv, clock.marks,
+                      clock.sizes)
