@@ -18,14 +18,13 @@
 #define RV_OFF_PRIV_RSP 536	/* offsetof(struct rv_vcpu, priv_rsp) */
 #define RV_OFF_PRIV_TOP 544	/* offsetof(struct rv_vcpu, priv_top) */
 
-	.text
-SYM_FUNC_START(rv_byte_stop_fn)
-	movq	%rsp, %gs:rv_vcpu + RV_OFF_PRIV_RSP
-	movq	%gs:rv_vcpu + RV_OFF_PRIV_TOP, %rsp
-	call	rv_byte_on_cpu
-	movq	%gs:rv_vcpu + RV_OFF_PRIV_RSP, %rsp
-	testl	%eax, %eax
-	jnz	1f
+/*
+ * The next RET goes to enter_tramp, which jumps to the translation of the
+ * native return address (kept in this CPU's enter_native slot); the
+ * caller-saved registers, whose values differ between a recording and
+ * its replay here, are cleared.  Returns 0.
+ */
+.macro RETURN_INTO_CACHE
 	movq	(%rsp), %rdx
 	movq	%rdx, %gs:rv_vcpu + RV_OFF_ENTER_NATIVE
 	movq	rv_byte_enter_tramp(%rip), %rdx
@@ -39,6 +38,17 @@ SYM_FUNC_START(rv_byte_stop_fn)
 	xorl	%r10d, %r10d
 	xorl	%r11d, %r11d
 	xorl	%eax, %eax
+.endm
+
+	.text
+SYM_FUNC_START(rv_byte_stop_fn)
+	movq	%rsp, %gs:rv_vcpu + RV_OFF_PRIV_RSP
+	movq	%gs:rv_vcpu + RV_OFF_PRIV_TOP, %rsp
+	call	rv_byte_on_cpu
+	movq	%gs:rv_vcpu + RV_OFF_PRIV_RSP, %rsp
+	testl	%eax, %eax
+	jnz	1f
+	RETURN_INTO_CACHE
 1:	RET
 SYM_FUNC_END(rv_byte_stop_fn)
 
@@ -59,19 +69,7 @@ SYM_FUNC_START(init_module)
 	call	rv_byte_switch_on
 	testl	%eax, %eax
 	jnz	2f
-	movq	(%rsp), %rdx
-	movq	%rdx, %gs:rv_vcpu + RV_OFF_ENTER_NATIVE
-	movq	rv_byte_enter_tramp(%rip), %rdx
-	movq	%rdx, (%rsp)
-	xorl	%ecx, %ecx
-	xorl	%edx, %edx
-	xorl	%esi, %esi
-	xorl	%edi, %edi
-	xorl	%r8d, %r8d
-	xorl	%r9d, %r9d
-	xorl	%r10d, %r10d
-	xorl	%r11d, %r11d
-	xorl	%eax, %eax
+	RETURN_INTO_CACHE
 1:	RET
 2:	movl	%eax, %edi
 	call	rv_byte_switch_failed
