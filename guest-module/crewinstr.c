@@ -398,10 +398,13 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 	}
 	back = e->p;
 	e_restore(e, flags);
-	if (dead == 2 && !flags) {
+	if (!flags) {
 		/*
-		 * Dead flags a callee may still push: give them the same value
-		 * in record and replay (whose checks differ): cmp %rsp,%rsp.
+		 * Dead flags are still seen: a callee may push them (pushf,
+		 * local_irq_save), and a fault in the instruction (a user page
+		 * under clear_user) puts them in its exception frame.  Give them
+		 * the same value in record and replay, whose checks take
+		 * different paths: cmp %rsp,%rsp.
 		 */
 		e_u8(e, 0x48); e_u8(e, 0x39); e_u8(e, 0xe4);
 	}

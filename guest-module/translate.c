@@ -758,8 +758,34 @@ unsigned long rv_rewrite_stack(unsigned long *from, unsigned long *to, unsigned 
 	return n;
 }
 
+/*
+ * Called on the kernel stack (text_poke's kretprobes, module unload) with
+ * locals that hold code-cache addresses, which differ between a recording
+ * and its replay: left behind as dead stack bytes, they would make the two
+ * runs' RAM differ (byte mode hashes all of it).  So the stack below the
+ * caller is cleared afterwards, without calling the kernel (whose text must
+ * not run natively in byte mode).
+ */
+static noinline void scrub_stack(void)
+{
+	u64 buf[160];
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(buf); i++)
+		WRITE_ONCE(buf[i], 0);
+	barrier_data(buf);
+}
+
+static noinline void invalidate_range(unsigned long start, unsigned long end);
+
 /* text_poke / module unload: drop translations overlapping [start, end) */
 void rv_invalidate_range(unsigned long start, unsigned long end)
+{
+	invalidate_range(start, end);
+	scrub_stack();
+}
+
+static noinline void invalidate_range(unsigned long start, unsigned long end)
 {
 	unsigned long flags, i, n;
 	struct rv_emit e;
