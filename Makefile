@@ -5,7 +5,7 @@ PY      ?= /usr/bin/python3
 STAMP   := build/.stamp
 KVER     = $(shell vm-images/kver.sh)
 
-.PHONY: all deps qemu guest workloads image symbols rrlog tools test unit-test integration-test demo clean
+.PHONY: all deps qemu kvm guest workloads image symbols rrlog tools test unit-test integration-test demo clean
 
 all: qemu image tools
 
@@ -24,6 +24,11 @@ tools: rrlog
 # cached outside the tree by (Debian source version, patch-series hash)
 qemu: deps rrlog
 	bash qemu-patches/build.sh build/qemu
+
+# replay-vm's patched kvm.ko/kvm-amd.ko for the image kernel (issue 10),
+# cached like QEMU; loaded in the nested L1 by tests/test_kvm_patch.py
+kvm: deps
+	bash kvm-patches/build.sh build/kvm
 
 guest: deps
 	$(MAKE) -C guest-module KVER=$(KVER)

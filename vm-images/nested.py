@@ -73,8 +73,8 @@ def _libs(binaries):
     return sorted(libs)
 
 
-def l1_extra_cpio(tmp, script, kvm_dir=None, image=vmrun.IMAGE, qemu=vmrun.QEMU):
-    """The second cpio of the L1 initramfs."""
+def l1_extra_cpio(tmp, script, kvm_dir=None, image=vmrun.IMAGE, qemu=vmrun.QEMU, extra_files=None):
+    """The second cpio of the L1 initramfs.  extra_files: {path in L1: host file}."""
     stage = os.path.join(tmp, "nested")
     opt = os.path.join(stage, "opt", "nested")
     for d in ("bin", "image", "kvm"):
@@ -96,6 +96,10 @@ def l1_extra_cpio(tmp, script, kvm_dir=None, image=vmrun.IMAGE, qemu=vmrun.QEMU)
         src = os.path.join(kvm_dir, name) if kvm_dir and os.path.exists(os.path.join(kvm_dir, name)) \
             else os.path.join("/lib/modules", kver, "kernel", m)
         shutil.copy(src, os.path.join(opt, "kvm", name))
+    for dst, src in (extra_files or {}).items():
+        dst = os.path.join(stage, dst.lstrip("/"))
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(src, dst)
     with open(os.path.join(opt, "lib.sh"), "w") as f:
         f.write(LIB_SH)
     with open(os.path.join(opt, "run.sh"), "w") as f:
@@ -108,11 +112,13 @@ def l1_extra_cpio(tmp, script, kvm_dir=None, image=vmrun.IMAGE, qemu=vmrun.QEMU)
 
 
 def run(script, l1_vcpus=2, l1_mem=3072, timeout=900, kvm_dir=None, echo=False, image=vmrun.IMAGE,
-        qemu=vmrun.QEMU):
+        qemu=vmrun.QEMU, extra_files=None):
     """Boot L1, run script there; returns vmrun.Result (output = L1 command's output).
-    qemu: the QEMU that runs inside L1 (L1 itself runs under build/qemu)."""
+    qemu: the QEMU that runs inside L1 (L1 itself runs under build/qemu).
+    extra_files: {path in L1: host file} added to L1's initramfs."""
     with tempfile.TemporaryDirectory(prefix="rv-nested-") as tmp:
-        extra = l1_extra_cpio(tmp, script, kvm_dir=kvm_dir, image=image, qemu=qemu)
+        extra = l1_extra_cpio(tmp, script, kvm_dir=kvm_dir, image=image, qemu=qemu,
+                              extra_files=extra_files)
         initrd = os.path.join(tmp, "l1-initrd")
         with open(initrd, "wb") as f:
             for part in (os.path.join(image, "initramfs.cpio.gz"), extra):
