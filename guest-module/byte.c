@@ -31,7 +31,7 @@
 #include "rvg_abi.h"
 
 bool rv_byte;
-static unsigned long shadow_base = 0x1e000000, shadow_size = 0x1e000000;
+static unsigned long shadow_base = 0x20000000, shadow_size = 0x1e000000;
 module_param(shadow_base, ulong, 0444);
 MODULE_PARM_DESC(shadow_base, "crew=byte: physical address of the shadow memory, RAM the kernel does not use (boot with mem=)");
 module_param(shadow_size, ulong, 0444);
@@ -47,7 +47,7 @@ u64 rv_byte_native_exits;
 #define EXCL_ORDER	8		/* 1 MiB: RVG_MAX_EXCL ranges */
 
 static struct crew_dom *dom;
-static void *shadow_va;
+static void *shadow_va, *shadow_area;
 static struct rvg_desc *desc;
 static struct rvg_range *excl;
 static unsigned int n_excl, excl_pages;
@@ -119,11 +119,31 @@ void rv_byte_excl_va(const void *va, unsigned long len)
 
 /* ---- load --------------------------------------------------------------- */
 
+/*
+ * The shadow of physical byte P is at shadow_va + P.  The direct map and the
+ * kernel image map P at addresses aligned like P, and so would memremap()
+ * map the shadow (ioremap aligns large areas): an access and its shadow
+ * check would then fall into the same set of a TLB indexed by low address
+ * bits and evict each other.  QEMU's softmmu TLB is direct-mapped, where
+ * that cost a victim-TLB swap on nearly every instrumented access.  So the
+ * mapping starts SHADOW_SKEW pages below the shadow (reserved RAM too, never
+ * touched), and the shadow itself that far into an aligned area.
+ */
+#define SHADOW_SKEW	1025
+
 static int full_drain(struct crew_ring *r)
 {
 	host_cmd(RVG_CMD_DRAIN, 0, 0);
 	this_cpu_inc(rv_vcpu.stats[RV_BS_DRAIN]);
 	return 0;
+}
+
+static void *map_shadow(unsigned long base, unsigned long size)
+{
+	unsigned long skew = SHADOW_SKEW * PAGE_SIZE;
+
+	shadow_area = memremap(base - skew, size + skew, MEMREMAP_WB);
+	return shadow_area ? shadow_area + skew : NULL;
 }
 
 int rv_byte_init(void)
@@ -159,13 +179,15 @@ int rv_byte_init(void)
 		return -ERANGE;
 	}
 	if (shadow_size < ram || shadow_base & ~PAGE_MASK ||
-	    region_intersects(shadow_base, shadow_size, IORESOURCE_SYSTEM_RAM,
+	    shadow_base < ram + SHADOW_SKEW * PAGE_SIZE ||
+	    region_intersects(shadow_base - SHADOW_SKEW * PAGE_SIZE,
+			      shadow_size + SHADOW_SKEW * PAGE_SIZE, IORESOURCE_SYSTEM_RAM,
 			      IORES_DESC_NONE) != REGION_DISJOINT) {
-		pr_err(RV_PR "shadow memory %#lx+%#lx must be reserved (memmap=) and cover RAM (%#lx)\n",
-		       shadow_base, shadow_size, ram);
+		pr_err(RV_PR "shadow memory %#lx+%#lx must be reserved (mem=), with %lu KiB below it, and cover RAM (%#lx)\n",
+		       shadow_base, shadow_size, SHADOW_SKEW * PAGE_SIZE / 1024, ram);
 		return -EINVAL;
 	}
-	shadow_va = memremap(shadow_base, shadow_size, MEMREMAP_WB);
+	shadow_va = map_shadow(shadow_base, shadow_size);
 	if (!shadow_va)
 		return -ENOMEM;
 	/* 0 = owned by nobody (the boot loader may have left an initrd here) */
@@ -272,8 +294,9 @@ void rv_byte_exit(void)
 	vfree(dom);
 	free_page((unsigned long)desc);
 	free_pages((unsigned long)excl, EXCL_ORDER);
-	if (shadow_va)
-		memunmap(shadow_va);
+	if (shadow_area)
+		memunmap(shadow_area);
+	shadow_area = NULL;
 	dom = NULL;
 	desc = NULL;
 	excl = NULL;

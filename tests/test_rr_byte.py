@@ -102,7 +102,7 @@ def test_byte_crew_needs_a_host(tmp_path):
     points), and the kernel goes on natively."""
     r = rrtest.vmrun.run(vcpus=2, accel="tcg", module=True, mem=1024,
                          append_extra="mem=480M rv.modparams=dbt=1,crew=byte,"
-                         "shadow_base=0x1e000000,shadow_size=0x1e000000",
+                         "shadow_base=0x20000000,shadow_size=0x1e000000",
                          cmd="cat /proc/modules | grep -c replayvm; echo done", timeout=300)
     assert r.status == 0, r.console[-2000:]
     assert "crew=byte needs a host recording or replaying it" in r.console

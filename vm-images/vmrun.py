@@ -171,7 +171,7 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
 # module loads at boot with translation and byte CREW on.
 BYTE_MEM = 1024
 BYTE_SHADOW = "mem=480M"
-BYTE_MODPARAMS = "rv.modparams=dbt=1,crew=byte,shadow_base=0x1e000000,shadow_size=0x1e000000"
+BYTE_MODPARAMS = "rv.modparams=dbt=1,crew=byte,shadow_base=0x20000000,shadow_size=0x1e000000"
 
 
 def byte_crew_args(kw):
@@ -256,5 +256,9 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
             status = EXIT_TIMEOUT
         elif status is None:
             status = EXIT_NO_RESULT
+        if crew == "byte" and "replayvm.ko failed to load" in console:
+            # the VM ran on under page CREW: not the recording that was asked for
+            console += "vmrun: crew=byte, but the guest module did not load (see above)\n"
+            status = EXIT_SETUP
         return Result(status, output, console, p.returncode, seconds, argv, clock.marks,
                       clock.sizes)
