@@ -52,7 +52,7 @@ unit-test: rrlog tools workloads guest
 	$(PY) -m pytest -q vm-images/test_vmrun_unit.py
 
 integration-test: qemu image tools symbols
-	$(PY) -m pytest -q -x tests/
+	$(PY) -m pytest -q -x --durations=40 tests/
 
 test: unit-test integration-test
 

@@ -46,10 +46,10 @@ def wait_console(path, pattern, timeout, dom=None, lv=None):
         pattern, time.monotonic() - t0, text[-3000:], lv.qemu_log(dom)[-3000:] if lv else ""))
 
 
-def define_and_start(lv, tmp_path, name, cmd, idle):
+def define_and_start(lv, tmp_path, name, cmd, idle, crew="page"):
     log, console = tmp_path / "run.rr", tmp_path / "console.log"
     xml = tmp_path / (name + ".xml")
-    assert make_domain.main(["--name", name, "--vcpus", "2", "--log", str(log), "--crew", "page",
+    assert make_domain.main(["--name", name, "--vcpus", "2", "--log", str(log), "--crew", crew,
                              "--console", str(console), "--cmd", cmd, "-o", str(xml)]
                             + (["--idle"] if idle else [])) == 0
     lv.virsh("define", xml)
@@ -104,16 +104,27 @@ def test_make_domain_writes_a_recording_domain(tmp_path):
         assert open(initrd, "rb").read() == before
 
 
-def test_crew_byte_is_refused_for_now(libvirtd, tmp_path):  # noqa: F811
-    """crew=byte is the documented switch for later: QEMU refuses it with a
-    clear message, which `virsh start` passes on."""
-    xml = tmp_path / "b.xml"
-    assert make_domain.main(["--name", "rv-byte", "--vcpus", "2", "--log", str(tmp_path / "run.rr"),
-                             "--crew", "byte", "--cmd", "true", "-o", str(xml)]) == 0
-    libvirtd.virsh("define", xml)
-    p = libvirtd.virsh("start", "rv-byte", check=False)
-    assert p.returncode != 0 and "crew=byte" in p.stderr, p.stderr
-    libvirtd.virsh("undefine", "rv-byte")
+def test_virsh_records_with_byte_crew(libvirtd, tmp_path):  # noqa: F811
+    """A byte-CREW domain (make_domain --crew byte: 1 GiB, the guest module
+    in byte mode) records the kernel race through `virsh start`; the guest
+    powers off after it, and the log is a byte-CREW one that replays to the
+    recorded result."""
+    lv, name = libvirtd, "rv-byte"
+    log, console = define_and_start(lv, tmp_path, name, "/opt/rv/bin/racy_kernel -p 2 -n 100",
+                                    idle=False, crew="byte")
+    lv.wait_state(name, "shut off", 600)
+    text = open(console, errors="replace").read().replace("\r\n", "\n")
+    want = rrtest.results(text)
+    assert len(want) == 1, text[-3000:] + lv.qemu_log(name)[-2000:]
+    assert "byte CREW on" in lv.qemu_log(name), lv.qemu_log(name)[-3000:]
+    rc, out = verify(log)
+    assert rc == 0, out
+    info = subprocess.run([rrtest.REPLAY_VM, "info", str(log)], capture_output=True, text=True,
+                          check=True).stdout
+    assert "crew mode          byte" in info, info
+    rp = replay(log)
+    assert rrtest.results(rp.output) == want, rp.stderr[-3000:]
+    lv.virsh("undefine", name)
 
 
 def test_virsh_shutdown_ends_a_recording_that_replays(libvirtd, tmp_path):  # noqa: F811
