@@ -591,26 +591,36 @@ unsigned long rv_lookup_or_translate(unsigned long target)
 	return b ? b->cache : target;
 }
 
+/* the block for @target, translated on first use, in the fast table */
+static unsigned long dispatch_lookup(unsigned long target)
+{
+	unsigned long dest = rv_lookup_or_translate(target);
+
+	rv_stat_inc(dispatch);
+	if (dest != target && !rv_in_cache(target))
+		WRITE_ONCE(rv_cache->ft_vals[rv_ft_index(target)], dest);
+	return dest;
+}
+
+/* chain the branch whose rel32 is at @field to @dest, when in reach */
+static void chain_to(s32 *field, unsigned long dest)
+{
+	if (rv_fits32((long)dest - (long)((unsigned long)field + 4))) {
+		WRITE_ONCE(*field, rv_rel32((u8 *)field, dest));
+		rv_stat_inc(chains);
+	}
+}
+
 /*
  * The dispatcher (called from ind_slow and chain_miss): translate on first
  * use, fill the fast table, chain the direct branch that got us here.
  */
 unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret)
 {
-	unsigned long dest = rv_lookup_or_translate(target);
-	struct rv_cache *c = rv_cache;
+	unsigned long dest = dispatch_lookup(target);
 
-	rv_stat_inc(dispatch);
-	if (dest != target && !rv_in_cache(target))
-		WRITE_ONCE(c->ft_vals[rv_ft_index(target)], dest);
-	if (stub_ret) {
-		s32 *field = (s32 *)*(u64 *)(stub_ret + 6);
-
-		if (rv_fits32((long)dest - (long)((unsigned long)field + 4))) {
-			WRITE_ONCE(*field, rv_rel32((u8 *)field, dest));
-			rv_stat_inc(chains);
-		}
-	}
+	if (stub_ret)
+		chain_to((s32 *)*(u64 *)(stub_ret + 6), dest);
 	return dest;
 }
 
@@ -620,17 +630,10 @@ unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret)
  */
 unsigned long rv_dispatch_b(unsigned long target, unsigned long field)
 {
-	unsigned long dest = rv_lookup_or_translate(target);
-	struct rv_cache *c = rv_cache;
+	unsigned long dest = dispatch_lookup(target);
 
-	rv_stat_inc(dispatch);
-	if (dest != target && !rv_in_cache(target))
-		WRITE_ONCE(c->ft_vals[rv_ft_index(target)], dest);
-	if (field && rv_in_cache(field) &&
-	    rv_fits32((long)dest - (long)(field + 4))) {
-		WRITE_ONCE(*(s32 *)field, rv_rel32((u8 *)field, dest));
-		rv_stat_inc(chains);
-	}
+	if (field && rv_in_cache(field))
+		chain_to((s32 *)field, dest);
 	return dest;
 }
 
