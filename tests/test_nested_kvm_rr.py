@@ -1,0 +1,122 @@
+"""Issue 10: QEMU's KVM backend with the patched KVM's RDTSC/PAUSE exits
+(qemu-patches/0016-*, kvm-patches/).
+
+One nested boot (vm-images/nested.py, L1 under TCG with SVM):
+ 1. with Debian's stock kvm-amd, `-rr record` under KVM must warn that
+    KVM_CAP_RRVM_EXITS is missing (a Linux guest will not replay);
+ 2. with the patched modules, a 1-vCPU L2 Linux guest running a
+    kernel-intensive workload (ipc) is recorded, the log must hold the
+    RDTSC values the KVM exits delivered (TimeRead events), and its replay
+    must print the same RESULT line and QEMU's REPLAY OK verdict.
+    Today (2026-11-25) the recording part works (ipc -n 50: ~90k
+    deterministic exits, ~52k of them RDTSC, ~440 PAUSE, in ~25 s) but the
+    replay diverges, at a point that varies between runs (event ~1.6k in
+    the firmware: same exit count, rip 0x9e recorded vs 0x9f replayed;
+    another run event 36655 of 59830: finish_task_switch+0x91 recorded vs
+    +0x96 replayed), so the replay test is a strict xfail: it fails the
+    suite the day it starts passing.
+
+The L2 kernel gets tsc_early_khz: nested under TCG every RDTSC exit is so
+slow that the kernel's TSC calibration (tsc_read_refs: two reads within
+100k cycles) fails, and then calibrate_delay spins on jiffies in a loop
+without PAUSE, RDTSC or I/O, which the degraded timing mode can never
+interrupt.  On a real host the exits are fast and the calibration works.
+
+RRVM_KVM_DIR=DIR takes the "patched" modules from DIR (pointing it at the
+stock modules in /lib/modules/KVER/kernel/arch/x86/kvm shows the test
+failing)."""
+import os
+import re
+import subprocess
+
+import nested
+import vmrun
+
+REPO = vmrun.REPO
+KVM_DIR = os.path.join(REPO, "build", "kvm")
+WORKLOAD = "/opt/rv/bin/ipc -n 50 | tail -1"
+
+SCRIPT = r'''
+kvm_load
+L2_APPEND="$L2_APPEND tsc_early_khz=2000000"
+W="%(workload)s"
+eval "timeout -s KILL 30 $(l2_argv 1 true) -rr record,log=/tmp/stock.rr" > /tmp/stock.out 2>&1
+grep -a -o "lacks KVM_CAP_RRVM_EXITS" /tmp/stock.out | head -1 | sed "s/^/NRR: stock: /"
+rmmod kvm_amd && rmmod kvm || echo "NRR: rmmod failed"
+insmod /opt/nested/kvm-rr/kvm.ko && insmod /opt/nested/kvm-rr/kvm-amd.ko || echo "NRR: insmod failed"
+eval "timeout -s KILL 150 $(l2_argv 1 "$W") -rr record,log=/tmp/run.rr" > /tmp/rec.out 2>&1
+echo "NRR: record status $?"
+grep -a -e "^RESULT" -e "replay-vm" /tmp/rec.out | sed "s/^/NRR: rec: /"
+/opt/nested/bin/replay-vm info /tmp/run.rr 2>&1 | grep -e "^events" -e "time_read" | sed "s/^/NRR: info: /"
+eval "timeout -s KILL 150 $(l2_argv 1 "$W") -rr replay,log=/tmp/run.rr" > /tmp/rep.out 2>&1
+echo "NRR: replay status $?"
+grep -a -e "^RESULT" -e "replay-vm" -e "expected at" -e "found at" /tmp/rep.out | sed "s/^/NRR: rep: /"
+echo "NRR: done"
+''' % {"workload": WORKLOAD}
+
+
+def patch_header_copy():
+    """linux-headers/linux/rrvm-kvm.h as qemu-patches/0016 adds it."""
+    text = open(os.path.join(REPO, "qemu-patches",
+                             "0016-replay-vm-kvm-backend-uses-rdtsc-and-pause-exits.patch")).read()
+    m = re.search(r"^\+\+\+ [^\n]*/linux-headers/linux/rrvm-kvm\.h\n@@[^\n]*\n((?:\+[^\n]*\n)+)",
+                  text, re.M)
+    assert m, "qemu 0016 does not add linux-headers/linux/rrvm-kvm.h"
+    return "".join(line[1:] + "\n" for line in m.group(1).splitlines())
+
+
+def test_qemu_copy_of_the_kvm_abi_header_is_identical():
+    assert patch_header_copy() == open(os.path.join(REPO, "kvm-patches", "rrvm-kvm.h")).read()
+
+
+def lines(out, tag):
+    return [l[len(tag):] for l in out.splitlines() if l.startswith(tag)]
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def nested_run():
+    kvm_dir = os.environ.get("RRVM_KVM_DIR")
+    if not kvm_dir:
+        subprocess.run([os.path.join(REPO, "kvm-patches", "build.sh"), KVM_DIR], check=True)
+        kvm_dir = KVM_DIR
+    extra = {"/opt/nested/kvm-rr/kvm.ko": os.path.join(kvm_dir, "kvm.ko"),
+             "/opt/nested/kvm-rr/kvm-amd.ko": os.path.join(kvm_dir, "kvm-amd.ko")}
+    r = nested.run(SCRIPT, l1_vcpus=1, l1_mem=2048, timeout=420, extra_files=extra)
+    print(r.output)
+    assert r.status == 0 and "NRR: done" in r.output, r.console[-3000:]
+    assert vmrun.parse_console(r.console)[0] == 0
+    return r.output
+
+
+def rec_results(out):
+    return [l for l in lines(out, "NRR: rec: ") if l.startswith("RESULT ipc")]
+
+
+def test_nested_kvm_recording_uses_rdtsc_pause_exits(nested_run):
+    out = nested_run
+    # stock KVM: the warning names the missing capability
+    assert lines(out, "NRR: stock: ") == ["lacks KVM_CAP_RRVM_EXITS"], out
+    assert "NRR: rmmod failed" not in out and "NRR: insmod failed" not in out, out
+
+    # patched KVM: the recording finishes, with the exits' RDTSC values logged
+    assert "NRR: record status 0" in out, out
+    assert len(rec_results(out)) == 1, out
+    assert not any("lacks KVM_CAP_RRVM_EXITS" in l for l in lines(out, "NRR: rec: ")), out
+    m = re.search(r"KVM: (\d+) deterministic exits, of which (\d+) RDTSC/RDTSCP and (\d+) PAUSE "
+                  r"\(KVM_CAP_RRVM_EXITS on\)", out)
+    assert m and int(m.group(2)) > 100, out
+    m = re.search(r"NRR: info:\s+time_read\s+(\d+)", out)
+    assert m and int(m.group(1)) > 100, out
+
+
+@pytest.mark.xfail(strict=True, reason="replay diverges in the firmware (rip off by one byte "
+                   "at the same exit count), not diagnosed yet")
+def test_nested_kvm_replay_matches_recording(nested_run):
+    out = nested_run
+    assert "NRR: replay status 0" in out, out
+    rep = lines(out, "NRR: rep: ")
+    assert [l for l in rep if l.startswith("RESULT ipc")] == rec_results(out), out
+    assert any("REPLAY OK" in l for l in rep), out
