@@ -166,8 +166,9 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
 
 
 # Byte-granular CREW: the guest gets 1 GiB; the kernel uses the low 480 MiB
-# (mem=), the next 480 MiB are its module's shadow memory (one owner byte
-# per byte of kernel RAM), the top keeps the firmware's ACPI tables.  The
+# (mem=), the 480 MiB from 512 MiB are its module's shadow memory (one owner
+# byte per byte of kernel RAM; the gap below is where its mapping starts, see
+# guest-module/byte.c), the top keeps the firmware's ACPI tables.  The
 # module loads at boot with translation and byte CREW on.
 BYTE_MEM = 1024
 BYTE_SHADOW = "mem=480M"
