@@ -5,9 +5,9 @@ RRVM_RAMDUMP_FULL=N; see softmmu/physmem.c in qemu-patches/0012.)
     tests/ramdiff.py DIR N [--kallsyms build/image/kallsyms.elf]
 
 Lists the 4 KiB pages whose hashes differ at RAM hash N between the
-recording and the replay; with the full dumps (N.ram), the differing bytes,
-8-byte words at a time, and kernel symbols for word values that look like
-kernel text addresses."""
+recording and the replay; with the full dumps (N.ram, or the deltas of RRVM_RAMDUMP_FULL=delta),
+the differing bytes, 8-byte words at a time, and kernel symbols for word
+values that look like kernel text addresses."""
 import argparse, struct, subprocess, sys, os
 
 
@@ -62,24 +62,51 @@ def main():
             start = None
     for s, e in runs[:60]:
         print("  pfn 0x%x-0x%x (gpa 0x%x, %d pages)" % (s, e, s << 12, e - s + 1))
-    rf, pf = [os.path.join(a.dir, "%s-%d.ram" % (m, a.n)) for m in ("record", "replay")]
-    if not (os.path.exists(rf) and os.path.exists(pf)):
+    pages = {m: PageSource(a.dir, m, a.n) for m in ("record", "replay")}
+    if not all(ps.ok for ps in pages.values()):
         return
     syms = load_syms(a.kallsyms)
     shown = 0
-    with open(rf, "rb") as fr, open(pf, "rb") as fp:
-        for p in diff:
-            fr.seek(p << 12)
-            fp.seek(p << 12)
-            x, y = fr.read(4096), fp.read(4096)
-            for off in range(0, 4096, 8):
-                u, v = struct.unpack("<Q", x[off:off + 8])[0], struct.unpack("<Q", y[off:off + 8])[0]
-                if u != v:
-                    print("  gpa 0x%09x: record %016x %-28s replay %016x %s" %
-                          ((p << 12) + off, u, sym(syms, u), v, sym(syms, v)))
-                    shown += 1
-                    if shown >= a.max_words:
-                        return
+    for p in diff:
+        x, y = pages["record"].page(p), pages["replay"].page(p)
+        for off in range(0, 4096, 8):
+            u, v = struct.unpack("<Q", x[off:off + 8])[0], struct.unpack("<Q", y[off:off + 8])[0]
+            if u != v:
+                print("  gpa 0x%09x: record %016x %-28s replay %016x %s" %
+                      ((p << 12) + off, u, sym(syms, u), v, sym(syms, v)))
+                shown += 1
+                if shown >= a.max_words:
+                    return
+
+
+class PageSource:
+    """RAM of one run at hash n: a full dump, or rebuilt from deltas 0..n."""
+
+    def __init__(self, d, mode, n):
+        self.full = os.path.join(d, "%s-%d.ram" % (mode, n))
+        self.deltas = [os.path.join(d, "%s-%d.delta" % (mode, k)) for k in range(n + 1)]
+        self.index = None
+        self.ok = os.path.exists(self.full) or all(os.path.exists(f) for f in self.deltas)
+
+    def page(self, pfn):
+        if os.path.exists(self.full):
+            with open(self.full, "rb") as f:
+                f.seek(pfn << 12)
+                return f.read(4096)
+        if self.index is None:
+            self.index = {}
+            for f in self.deltas:
+                size = os.path.getsize(f)
+                with open(f, "rb") as fh:
+                    for off in range(0, size, 4104):
+                        fh.seek(off)
+                        self.index[struct.unpack("<Q", fh.read(8))[0]] = (f, off + 8)
+        if pfn not in self.index:
+            return bytes(4096)
+        f, off = self.index[pfn]
+        with open(f, "rb") as fh:
+            fh.seek(off)
+            return fh.read(4096)
 
 
 if __name__ == "__main__":
