@@ -192,7 +192,7 @@ struct rv_vcpu {
 	u64 stats[12];			/* byte-mode counters, this CPU */
 	u64 rs_depth;			/* calls into native code in progress */
 #define RV_RS_DEPTH 8
-	struct { u64 ret, rsp; } rs[RV_RS_DEPTH];
+	struct { u64 ret, rsp, own; } rs[RV_RS_DEPTH];	/* own: callee is this module's */
 } __aligned(1024);
 /* plain .data..percpu: the module loader places nothing else */
 DECLARE_PER_CPU(struct rv_vcpu, rv_vcpu);

@@ -660,16 +660,33 @@ unsigned long rv_dispatch_call(unsigned long target, unsigned long *ksp)
 	}
 	v->rs[v->rs_depth].ret = ksp[1];
 	v->rs[v->rs_depth].rsp = (unsigned long)(ksp + 2);
+	v->rs[v->rs_depth].own = within_module_core(target, THIS_MODULE);
 	v->rs_depth++;
 	ksp[1] = rv_ret_tramp;
 	return dest;
 }
 
-/* ret_tramp: @frame = 9 saved registers, then the slot for the return */
+/*
+ * ret_tramp: @frame = the registers it pushed (r11, r10, r9, r8, rdi, rsi,
+ * rdx, rcx, rax), then the slot for the return address.
+ *
+ * The callee's leftovers in registers the C ABI leaves dead after a call
+ * are cleared, and so are the slots that hold them here.  This module's
+ * callbacks (text_poke's kretprobes) leave code-cache addresses and
+ * patched block entries in them, which differ between a recording and
+ * its replay: kept, they reached a det point's register hash and, through
+ * this frame and later pt_regs, kernel stacks and the RAM hash.  rdx is a
+ * return register only for 128-bit results, which no callback of ours has.
+ */
 void rv_native_return(unsigned long *frame)
 {
 	struct rv_vcpu *v = this_cpu_ptr(&rv_vcpu);
 	unsigned long rsp = (unsigned long)(frame + 10);
+	int i;
+
+	for (i = 0; i < 8; i++)
+		if (i != 6 || (v->rs_depth && v->rs[v->rs_depth - 1].own))
+			frame[i] = 0;
 
 	if (!v->rs_depth || v->rs[v->rs_depth - 1].rsp != rsp) {
 		/* a native callee slept and came back elsewhere: say so */

@@ -46,22 +46,19 @@ def test_kernel_race_replays_three_times(tmp_path, vcpus):
         assert rp.checkpoints >= 3
 
 
-@full_only
 def test_dense_checkpoints_replay_identically(tmp_path, monkeypatch):
     """One vCPU reading files, a checkpoint every 500 ms (RRVM_CKPT_MS; the
     default is 2 s), each hashing guest RAM and the registers at a det
     point.  Dense checkpoints found what 2 s ones showed 1 run in 30: a
     device's DMA landing between a checkpoint and its log entry (QEMU
     0013), dead flags that record and replay left differently (seen in
-    exception frames and in the lahf of a det point), and code-cache
-    addresses left on kernel stacks by text_poke's invalidation.  Before
-    those fixes this test failed 3 runs in 4.
-
-    KNOWN BUG, so only in make test-full until it is fixed: it still fails
-    about 1 run in 3 (3 of 7 on 2026-11-25), always late in the run
-    (event ~680-690k of ~770k): once a register hash at a kernel det point
-    where a timer interrupt is injected, twice the RAM hash at a user-mode
-    position right after a syscall returned.  Not diagnosed."""
+    exception frames and in the lahf of a det point), code-cache addresses
+    left on kernel stacks by text_poke's invalidation, and (the last one,
+    1 run in 3 before it was fixed) the guest module's text_poke callbacks
+    returning with code-cache addresses in dead scratch registers, which a
+    det point's register hash and ret_tramp's saved registers on the
+    kernel stack then saw (translate.c, rv_native_return).  After that
+    fix: 15 of 15 runs replayed."""
     monkeypatch.setenv("RRVM_CKPT_MS", "500")
     log = tmp_path / "run.rr"
     want = rrtest.results(record_byte(log, 1, workload="read", args=["-n", "3000"]).output)
