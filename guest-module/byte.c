@@ -146,9 +146,53 @@ static void *map_shadow(unsigned long base, unsigned long size)
 	return shadow_area ? shadow_area + skew : NULL;
 }
 
-int rv_byte_init(void)
+/*
+ * The shadow memory and the constants the emitted checks use (byte mode and
+ * training, crew=train): RAM the kernel was told to leave alone (mem=).
+ */
+int rv_shadow_setup(void)
 {
 	unsigned long ram = *(unsigned long *)rv_ksym("max_pfn") << PAGE_SHIFT;
+
+	if (shadow_size < ram || shadow_base & ~PAGE_MASK ||
+	    shadow_base < ram + SHADOW_SKEW * PAGE_SIZE ||
+	    region_intersects(shadow_base - SHADOW_SKEW * PAGE_SIZE,
+			      shadow_size + SHADOW_SKEW * PAGE_SIZE, IORESOURCE_SYSTEM_RAM,
+			      IORES_DESC_NONE) != REGION_DISJOINT) {
+		pr_err(RV_PR "shadow memory %#lx+%#lx must be reserved (mem=), with %lu KiB below it, and cover RAM (%#lx)\n",
+		       shadow_base, shadow_size, SHADOW_SKEW * PAGE_SIZE / 1024, ram);
+		return -EINVAL;
+	}
+	shadow_va = map_shadow(shadow_base, shadow_size);
+	if (!shadow_va)
+		return -ENOMEM;
+	/* 0 = owned by nobody (the boot loader may have left an initrd here) */
+	memset(shadow_va, 0, shadow_size);
+
+	rv_cc.page_offset = PAGE_OFFSET;
+	rv_cc.span = shadow_size;
+	rv_cc.kimg_start = __START_KERNEL_map;
+	rv_cc.kimg_size = rv_ksym("_end") - __START_KERNEL_map;
+	rv_cc.phys_base = phys_base;
+	rv_cc.shadow_va = (unsigned long)shadow_va;
+	if (rv_cc.span >= (1UL << 31) || rv_cc.kimg_size >= (1UL << 31) ||
+	    rv_cc.phys_base >= (1UL << 31)) {
+		pr_err(RV_PR "crew=byte: RAM or kernel image too large for the fast path\n");
+		return -ERANGE;
+	}
+	return 0;
+}
+
+void rv_shadow_release(void)
+{
+	if (shadow_area)
+		memunmap(shadow_area);
+	shadow_area = NULL;
+	shadow_va = NULL;
+}
+
+int rv_byte_init(void)
+{
 	unsigned int hello, n = num_online_cpus();
 	int cpu, ret;
 
@@ -178,33 +222,9 @@ int rv_byte_init(void)
 		pr_err(RV_PR "per-CPU data out of gs:disp32 reach (%px)\n", &rv_vcpu);
 		return -ERANGE;
 	}
-	if (shadow_size < ram || shadow_base & ~PAGE_MASK ||
-	    shadow_base < ram + SHADOW_SKEW * PAGE_SIZE ||
-	    region_intersects(shadow_base - SHADOW_SKEW * PAGE_SIZE,
-			      shadow_size + SHADOW_SKEW * PAGE_SIZE, IORESOURCE_SYSTEM_RAM,
-			      IORES_DESC_NONE) != REGION_DISJOINT) {
-		pr_err(RV_PR "shadow memory %#lx+%#lx must be reserved (mem=), with %lu KiB below it, and cover RAM (%#lx)\n",
-		       shadow_base, shadow_size, SHADOW_SKEW * PAGE_SIZE / 1024, ram);
-		return -EINVAL;
-	}
-	shadow_va = map_shadow(shadow_base, shadow_size);
-	if (!shadow_va)
-		return -ENOMEM;
-	/* 0 = owned by nobody (the boot loader may have left an initrd here) */
-	memset(shadow_va, 0, shadow_size);
-
-	rv_cc.page_offset = PAGE_OFFSET;
-	rv_cc.span = shadow_size;
-	rv_cc.kimg_start = __START_KERNEL_map;
-	rv_cc.kimg_size = rv_ksym("_end") - __START_KERNEL_map;
-	rv_cc.phys_base = phys_base;
-	rv_cc.shadow_va = (unsigned long)shadow_va;
-	if (rv_cc.span >= (1UL << 31) || rv_cc.kimg_size >= (1UL << 31) ||
-	    rv_cc.phys_base >= (1UL << 31)) {
-		pr_err(RV_PR "crew=byte: RAM or kernel image too large for the fast path\n");
-		ret = -ERANGE;
+	ret = rv_shadow_setup();
+	if (ret)
 		goto err;
-	}
 
 	ret = -ENOMEM;
 	dom = vzalloc(sizeof(*dom));
@@ -294,13 +314,10 @@ void rv_byte_exit(void)
 	vfree(dom);
 	free_page((unsigned long)desc);
 	free_pages((unsigned long)excl, EXCL_ORDER);
-	if (shadow_area)
-		memunmap(shadow_area);
-	shadow_area = NULL;
+	rv_shadow_release();
 	dom = NULL;
 	desc = NULL;
 	excl = NULL;
-	shadow_va = NULL;
 }
 
 /* ---- replay: the ring the host fills ------------------------------------ */
@@ -426,6 +443,7 @@ void rv_byte_show(struct seq_file *m)
 	seq_printf(m, "byte_drains %llu\n", s[RV_BS_DRAIN]);
 	seq_printf(m, "byte_refills %llu\n", s[RV_BS_REFILL]);
 	seq_printf(m, "byte_native_exits %llu\n", READ_ONCE(rv_byte_native_exits));
+	rv_train_show(m);
 	for_each_online_cpu(cpu)
 		seq_printf(m, "byte_cpu%d seq %llu transfers %llu\n", cpu,
 			   crew_of(cpu)->seq, crew_of(cpu)->st.records);

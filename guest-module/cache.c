@@ -29,12 +29,14 @@ static int (*set_memory_nx_p)(unsigned long addr, int numpages);
  */
 #define RV_CACHE_BYTE_HOT	(48UL << 20)
 #define RV_CACHE_BYTE_COLD	(16UL << 20)
+#define RV_CACHE_TRAIN_COLD	(32UL << 20)	/* training: 3 stubs per site */
 static unsigned long hot_size, cold_used;
 
 int rv_cache_create(void)
 {
 	unsigned long ft = RV_FT_SIZE * sizeof(u64);
-	unsigned long csize = rv_byte ? RV_CACHE_BYTE_HOT + RV_CACHE_BYTE_COLD : RV_CACHE_SIZE;
+	unsigned long csize = rv_byte ? RV_CACHE_BYTE_HOT + RV_CACHE_BYTE_COLD :
+			      rv_train ? RV_CACHE_BYTE_HOT + RV_CACHE_TRAIN_COLD : RV_CACHE_SIZE;
 	unsigned long size = csize + ft;
 	struct rv_cache *c;
 	u8 *mem;
@@ -54,7 +56,7 @@ int rv_cache_create(void)
 	c->base = mem;
 	c->size = csize;
 	c->ft_vals = (u64 *)(mem + csize);
-	hot_size = rv_byte ? RV_CACHE_BYTE_HOT : csize;
+	hot_size = (rv_byte || rv_train) ? RV_CACHE_BYTE_HOT : csize;
 	cold_used = hot_size;
 	rv_cache = c;
 

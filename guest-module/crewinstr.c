@@ -151,7 +151,7 @@ static u8 *cold_slow_stub(struct rv_site *site, int kind, int reg, u8 *back)
 }
 
 /* jcc rel32 with a field to fill in later */
-static u8 *e_jcc32(struct rv_emit *e, u8 cc)
+u8 *e_jcc32(struct rv_emit *e, u8 cc)
 {
 	u8 *f;
 
@@ -173,7 +173,7 @@ static void e_movabs(struct rv_emit *e, int reg, u64 imm)
  * lea of @op's effective address into %rdx (rip-relative: the absolute
  * target).  false: not an operand this emitter handles.
  */
-static bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
+bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	u8 rex = insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
 	u8 modrm = insn->modrm.bytes[0];
@@ -213,7 +213,7 @@ static bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memo
  * EA + (offset >> 6) * 8 (>> 5, * 4 for 32 bits).  The offset register's
  * program value: rax, rcx, rdx from where e_push3 put them.
  */
-static void e_bitreg(struct rv_emit *e, int reg, int size)
+void e_bitreg(struct rv_emit *e, int reg, int size)
 {
 	static const u8 stack_off[3] = { 16, 8, 0 };	/* rax, rcx, rdx */
 	u8 sh = size == 8 ? 6 : size == 4 ? 5 : 4;
@@ -242,12 +242,12 @@ static void e_bitreg(struct rv_emit *e, int reg, int size)
 	e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0x14); e_u8(e, sib);	/* lea (%rdx,%rcx,s),%rdx */
 }
 
-static void e_push3(struct rv_emit *e)
+void e_push3(struct rv_emit *e)
 {
 	e_u8(e, 0x50); e_u8(e, 0x51); e_u8(e, 0x52);	/* push rax, rcx, rdx */
 }
 
-static void e_save_flags(struct rv_emit *e, bool flags)
+void e_save_flags(struct rv_emit *e, bool flags)
 {
 	if (flags) {
 		e_u8(e, 0x0f); e_u8(e, 0x90); e_u8(e, 0xc0);	/* seto %al */
@@ -255,7 +255,7 @@ static void e_save_flags(struct rv_emit *e, bool flags)
 	}
 }
 
-static void e_restore(struct rv_emit *e, bool flags)
+void e_restore(struct rv_emit *e, bool flags)
 {
 	if (flags) {
 		e_u8(e, 0x04); e_u8(e, 0x7f);			/* add $0x7f,%al */
@@ -269,7 +269,7 @@ static void e_restore(struct rv_emit *e, bool flags)
  * the caller fills; %rdx still holds the address): direct map, then the
  * kernel image.
  */
-static u8 *e_to_phys(struct rv_emit *e)
+u8 *e_to_phys(struct rv_emit *e)
 {
 	u8 *other, *j;
 
@@ -290,7 +290,7 @@ static u8 *e_to_phys(struct rv_emit *e)
 }
 
 /* shadow check of %rcx (phys) for @size bytes; jne field returned (%rdx = shadow) */
-static u8 *e_shadow_check(struct rv_emit *e, int size, bool write)
+u8 *e_shadow_check(struct rv_emit *e, int size, bool write)
 {
 	u32 rep = RV_GS(crew) + offsetof(struct crew_cpu, rep);
 	static const u8 sz_rex[9] = { [1] = 0, [2] = 0, [4] = 0, [8] = 0x48 };
@@ -336,6 +336,84 @@ static bool link_cold(u8 *field, struct rv_site *site, int kind, int reg, u8 *ba
 	return true;
 }
 
+/* accesses byte CREW (and training) never checks: own stack, user TLS */
+bool rv_crew_skip(struct insn *insn, const struct rv_memop *op)
+{
+	if ((op->base == 4 && (!crew_stack || insn->opcode.bytes[0] == 0x8f)) ||
+	    op->seg == 0x64) {
+		rv_cc.skipped_stack++;		/* own stack, or user TLS */
+		return true;
+	}
+	return false;
+}
+
+/*
+ * An untrained site (record or replay with a trained list, train.c): the
+ * same inline ownership check as a trained one, but a miss goes to the
+ * slow path as a sentinel (RV_SLOW_SENTINEL: ownership taken silently, no
+ * record, no wait; in a recording a byte owned by another vCPU is reported
+ * as an untrained access), and there is no release: the vCPU's seq counts
+ * trained accesses only, the same set in a recording and its replay.  The
+ * code is identical in record and replay, so the kernel stack (the three
+ * pushes) and the flags get the same values whatever path the check takes.
+ */
+static bool crew_sentinel(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
+{
+	bool flags, fast;
+	u8 *j_other = NULL, *j_slow = NULL, *j_str = NULL, *back, *mark = e->p;
+	struct rv_site *site;
+	int size = op->size, slow_kind = RV_SLOW_SHADOW, slow_reg = 2;
+
+	fast = !op->string && (size == 1 || size == 2 || size == 4 || size == 8);
+	site = rv_cold_alloc(sizeof(*site), 8);
+	if (!site)
+		goto bad;
+	site->pc = op->pc;
+	site->size = size;
+	site->dir = op->dir;
+	site->string = op->string;
+	flags = (rv_bdebug & 4) || !rv_flags_dead(op->pc);
+	e_push3(e);
+	if (!op->string && !e_lea_rdx(e, insn, op))
+		goto bad;
+	e_save_flags(e, flags);
+	if (op->bitreg >= 0)
+		e_bitreg(e, op->bitreg, size);
+	if (op->string) {
+		e_u8(e, 0xe9);
+		j_str = e->p;
+		e_u32(e, 0);
+	} else {
+		if (op->seg == 0x65)
+			e_gs(e, 0x48, 0x03, 2, RV_GS(this_off));
+		j_other = e_to_phys(e);
+		if (fast) {
+			j_slow = e_shadow_check(e, size, op->dir & RV_MEM_WRITE);
+		} else {
+			e_u8(e, 0xe9);
+			j_slow = e->p;
+			e_u32(e, 0);
+			slow_kind = RV_SLOW_PHYS;
+			slow_reg = 1;
+		}
+	}
+	back = e->p;
+	e_restore(e, flags);
+	if (!flags) {
+		e_u8(e, 0x48); e_u8(e, 0x39); e_u8(e, 0xe4);	/* cmp %rsp,%rsp */
+	}
+	if (!link_cold(j_other, site, RV_SLOW_OTHER | RV_SLOW_SENTINEL, 2, back) ||
+	    !link_cold(j_slow, site, slow_kind | RV_SLOW_SENTINEL, slow_reg, back) ||
+	    !link_cold(j_str, site, RV_SLOW_STRING | RV_SLOW_SENTINEL, 1, back))
+		goto bad;
+	rv_untrained_sites++;
+	return false;			/* no release */
+bad:
+	e->p = mark;
+	rv_cc.uninstrumented++;
+	return false;
+}
+
 /* what the translator calls before a memory instruction (byte mode) */
 static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
@@ -346,13 +424,12 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 	struct rv_site *site;
 	int size = op->size, slow_kind = RV_SLOW_SHADOW, slow_reg = 2;
 
-	if ((op->base == 4 && (!crew_stack || insn->opcode.bytes[0] == 0x8f)) ||
-	    op->seg == 0x64) {
-		rv_cc.skipped_stack++;		/* own stack, or user TLS */
+	if (rv_crew_skip(insn, op))
 		return false;
-	}
 	if (rv_bdebug & 1)
 		return false;
+	if (rv_trained && !rv_trained_has(op->pc))
+		return crew_sentinel(e, insn, op);
 	fast = !op->string && (size == 1 || size == 2 || size == 4 || size == 8);
 	site = rv_cold_alloc(sizeof(*site), 8);
 	if (!site)
@@ -444,6 +521,16 @@ static void crew_detpoint(struct rv_emit *e, struct insn *insn, unsigned long pc
 
 	if (rv_bdebug & 2)
 		return;
+	if (rv_trained && kind == RV_DP_PAUSE) {
+		/*
+		 * With a trained list a spin loop may contain no trained
+		 * access, and a vCPU spinning ACTIVE without a seq change would
+		 * keep an acquirer waiting for it (crew.h, hole 1) forever if
+		 * that acquirer holds what it spins for.  Its pause counts as an
+		 * access (crew_tick), in record and replay alike.
+		 */
+		crew_post(e, insn, NULL);
+	}
 	e_u8(e, 0x50);					/* push %rax */
 	e_u8(e, 0x0f); e_u8(e, 0x90); e_u8(e, 0xc0);	/* seto %al */
 	e_u8(e, 0x9f);					/* lahf */

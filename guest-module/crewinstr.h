@@ -4,6 +4,7 @@
 #define RV_CREWINSTR_H
 #include "emit.h"
 #include "instrument.h"
+struct seq_file;
 
 /* what an instrumentation site is; lives in the cold part of the cache */
 struct rv_site {
@@ -13,7 +14,12 @@ struct rv_site {
 	u8 string;		/* movs/stos/lods/cmps/scas */
 };
 
-/* why slow_common was entered (x_kind); x_addr holds what the name says */
+/*
+ * why slow_common was entered (x_kind); x_addr holds what the name says.
+ * RV_SLOW_SENTINEL is or'ed in by an untrained site (record with a trained
+ * list, train.c): no ownership transfer, no log, no seq.
+ */
+#define RV_SLOW_SENTINEL	0x100
 enum rv_slow_kind {
 	RV_SLOW_SHADOW = 1,	/* record: fast check failed, x_addr = shadow byte */
 	RV_SLOW_PHYS,		/* record: odd size, x_addr = physical address */
@@ -35,6 +41,37 @@ struct rv_crew_consts {
 };
 extern struct rv_crew_consts rv_cc;
 extern unsigned int rv_bdebug;
+
+/* a piece of a classified access: physical range the shadow covers */
+#define RV_MAX_PIECES 64
+struct rv_piece { unsigned long phys, len; bool write; };
+bool rv_add_piece_range(struct rv_piece *p, int *np, unsigned long a, unsigned long len,
+			bool write, bool *mmio);
+int rv_string_pieces(unsigned long pc, int size, u64 rsi, u64 rdi, u64 rcx, bool down,
+		     struct rv_piece *p, int *np, bool *mmio);
+
+/* shared emitters (crewinstr.c) */
+void e_push3(struct rv_emit *e);
+void e_save_flags(struct rv_emit *e, bool flags);
+void e_restore(struct rv_emit *e, bool flags);
+bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op);
+void e_bitreg(struct rv_emit *e, int reg, int size);
+u8 *e_to_phys(struct rv_emit *e);
+u8 *e_shadow_check(struct rv_emit *e, int size, bool write);
+u8 *e_jcc32(struct rv_emit *e, u8 cc);
+bool rv_crew_skip(struct insn *insn, const struct rv_memop *op);
+
+/* training mode and trained lists (train.c) */
+extern bool rv_train;			/* crew=train */
+extern bool rv_trained;			/* crew=byte with a trained list */
+extern unsigned long rv_untrained_sites;	/* sentinel sites emitted */
+const struct rv_instrumentation *rv_train_instrumentation(void);
+int rv_train_init(void);
+void rv_train_exit(bool in_use);
+int rv_trained_load(void);
+bool rv_trained_has(unsigned long pc);
+void rv_untrained_event(unsigned long pc, int cpu, bool write, unsigned long phys);
+void rv_train_show(struct seq_file *m);
 
 void *rv_cold_alloc(unsigned long size, unsigned long align);
 int rv_flags_dead(unsigned long pc);

@@ -110,12 +110,13 @@ static int take(struct crew_cpu *c, unsigned long phys, unsigned long len, bool 
 	return ret;
 }
 
-#define MAX_PIECES 64
-struct piece { unsigned long phys, len; bool write; };
+#define MAX_PIECES RV_MAX_PIECES
+#define piece rv_piece
+#define add_piece_range rv_add_piece_range
 
 /* split [a, a + len) by page, classified; false if too many pieces */
-static bool add_piece_range(struct piece *p, int *np, unsigned long a, unsigned long len,
-		      bool write, bool *mmio)
+bool rv_add_piece_range(struct piece *p, int *np, unsigned long a, unsigned long len,
+			bool write, bool *mmio)
 {
 	while (len) {
 		unsigned long n = min(len, PAGE_SIZE - (a & ~PAGE_MASK)), phys;
@@ -168,17 +169,16 @@ static int take_all(struct crew_cpu *c, struct piece *p, int np)
 	return -CREW_EDEADLOCK;
 }
 
-/* movs/stos/lods/cmps/scas: the ranges it will touch (rep: rcx times) */
-static int string_op(struct rv_vcpu *v, struct crew_cpu *c, struct rv_site *site,
-		     struct rv_priv_frame *f, bool replay)
+/*
+ * movs/stos/lods/cmps/scas at @pc (element @size): the ranges it will
+ * touch (rep: rcx times), classified into @p
+ */
+int rv_string_pieces(unsigned long pc, int size, u64 rsi, u64 rdi, u64 rcx, bool down,
+		     struct piece *p, int *np, bool *mmio)
 {
-	u64 *ks = (u64 *)v->priv_rsp;		/* rdx, rcx, rax the site pushed */
-	u64 rcx = ks[1], count = 1, bytes;
-	struct piece p[MAX_PIECES];
-	u8 op = *(u8 *)site->pc;
-	bool rep = false, mmio = false, down = f->flags & X86_EFLAGS_DF;
-	unsigned long pc = site->pc;
-	int np = 0;
+	u64 count = 1, bytes;
+	u8 op = *(u8 *)pc;
+	bool rep = false;
 
 	/* prefixes: rep/repne (and a possible 0x66/REX before the opcode) */
 	while (op == 0xf3 || op == 0xf2 || op == 0x66 || (op & 0xf0) == 0x40) {
@@ -190,36 +190,81 @@ static int string_op(struct rv_vcpu *v, struct crew_cpu *c, struct rv_site *site
 		count = rcx;
 	if (!count)
 		return 0;
-	bytes = count * site->size;
+	bytes = count * size;
 	if (bytes > (1UL << 24))
 		bytes = 1UL << 24;		/* a huge rep: the first 16 MiB */
-	v->stats[RV_BS_STRING]++;
-#define RANGE(reg, w) add_piece_range(p, &np, down ? (reg) + site->size - bytes : (reg), bytes, w, &mmio)
+#define RANGE(reg, w) rv_add_piece_range(p, np, down ? (reg) + size - bytes : (reg), bytes, w, mmio)
 	switch (op) {
 	case 0xa4: case 0xa5:			/* movs: read rsi, write rdi */
-		if (!RANGE(f->rsi, false) || !RANGE(f->rdi, true))
+		if (!RANGE(rsi, false) || !RANGE(rdi, true))
 			return -CREW_EINVAL;
 		break;
 	case 0xaa: case 0xab:			/* stos: write rdi */
-		if (!RANGE(f->rdi, true))
+		if (!RANGE(rdi, true))
 			return -CREW_EINVAL;
 		break;
 	case 0xac: case 0xad:			/* lods: read rsi */
-		if (!RANGE(f->rsi, false))
+		if (!RANGE(rsi, false))
 			return -CREW_EINVAL;
 		break;
 	case 0xa6: case 0xa7:			/* cmps: read both */
-		if (!RANGE(f->rsi, false) || !RANGE(f->rdi, false))
+		if (!RANGE(rsi, false) || !RANGE(rdi, false))
 			return -CREW_EINVAL;
 		break;
 	case 0xae: case 0xaf:			/* scas: read rdi */
-		if (!RANGE(f->rdi, false))
+		if (!RANGE(rdi, false))
 			return -CREW_EINVAL;
 		break;
 	}
 #undef RANGE
+	return 0;
+}
+
+/*
+ * An untrained site (RV_SLOW_SENTINEL): take ownership of [phys, phys + len)
+ * without a record, a wait or a seq change.  In a recording, a byte that
+ * another vCPU owned is an access of an untrained instruction to shared
+ * memory: reported (train.c).  Racing with a transfer of the same bytes is
+ * harmless: the loser's next check misses and takes the slow path again.
+ */
+static void sentinel_take(struct crew_cpu *c, unsigned long pc, unsigned long phys,
+			  unsigned long len, bool write, bool replay)
+{
+	u8 *s = (u8 *)(rv_cc.shadow_va + phys);
+	u8 me = c->mask, others = 0;
+	unsigned long i;
+
+	for (i = 0; i < len; i++) {
+		u8 old = READ_ONCE(s[i]), nv = write ? me : old | me;
+
+		others |= old & ~me;
+		if (nv != old)
+			WRITE_ONCE(s[i], nv);
+	}
+	if (others && !replay)
+		rv_untrained_event(pc, c->id, write, phys);
+}
+
+/* movs/stos/lods/cmps/scas: the ranges it will touch (rep: rcx times) */
+static int string_op(struct rv_vcpu *v, struct crew_cpu *c, struct rv_site *site,
+		     struct rv_priv_frame *f, bool replay, bool sentinel)
+{
+	u64 *ks = (u64 *)v->priv_rsp;		/* rdx, rcx, rax the site pushed */
+	struct piece p[MAX_PIECES];
+	bool mmio = false, down = f->flags & X86_EFLAGS_DF;
+	int np = 0, ret, i;
+
+	v->stats[RV_BS_STRING]++;
+	ret = rv_string_pieces(site->pc, site->size, f->rsi, f->rdi, ks[1], down, p, &np, &mmio);
+	if (ret)
+		return ret;
 	if (mmio)
 		mmio_detpoint(v, site->pc);
+	if (sentinel) {
+		for (i = 0; i < np; i++)
+			sentinel_take(c, site->pc, p[i].phys, p[i].len, p[i].write, replay);
+		return 0;
+	}
 	if (replay || !np)
 		return 0;
 	return take_all(c, p, np);
@@ -232,18 +277,25 @@ void rv_byte_slow(void)
 	struct rv_site *site = (struct rv_site *)v->x_site;
 	struct rv_priv_frame *f = (struct rv_priv_frame *)(v->priv_top - sizeof(*f));
 	bool replay = rv_byte_replaying(), write = site->dir & RV_MEM_WRITE;
-	unsigned long a = v->x_addr, phys, len = site->size ? site->size : 16;
+	bool sentinel = v->x_kind & RV_SLOW_SENTINEL;
+	unsigned long a = v->x_addr, len = site->size ? site->size : 16;
 	struct piece p[2];
 	bool mmio = false;
-	int ret = 0, np = 0;
+	int ret = 0, np = 0, i;
 
 	v->stats[RV_BS_SLOW]++;
-	switch (v->x_kind) {
+	switch (v->x_kind & ~RV_SLOW_SENTINEL) {
 	case RV_SLOW_SHADOW:
-		ret = take(c, a - rv_cc.shadow_va, len, write);
+		if (sentinel)
+			sentinel_take(c, site->pc, a - rv_cc.shadow_va, len, write, replay);
+		else
+			ret = take(c, a - rv_cc.shadow_va, len, write);
 		break;
 	case RV_SLOW_PHYS:
-		ret = take(c, a, len, write);
+		if (sentinel)
+			sentinel_take(c, site->pc, a, len, write, replay);
+		else
+			ret = take(c, a, len, write);
 		break;
 	case RV_SLOW_OTHER:
 		v->stats[RV_BS_CLASSIFY]++;
@@ -251,18 +303,21 @@ void rv_byte_slow(void)
 			break;
 		if (mmio)
 			mmio_detpoint(v, site->pc);
-		if (!replay && np)
+		if (sentinel) {
+			for (i = 0; i < np; i++)
+				sentinel_take(c, site->pc, p[i].phys, p[i].len, write, replay);
+		} else if (!replay && np) {
 			ret = take_all(c, p, np);
+		}
 		break;
 	case RV_SLOW_REPLAY:
 		v->stats[RV_BS_REPLAY_WAIT]++;
 		ret = crew_replay_slow(c);
 		break;
 	case RV_SLOW_STRING:
-		ret = string_op(v, c, site, f, replay);
+		ret = string_op(v, c, site, f, replay, sentinel);
 		break;
 	}
-	(void)phys;
 	if (ret)
 		report(c, ret, site->pc);
 }

@@ -24,7 +24,7 @@ bool rv_instr_allowed(unsigned long pc)
 {
 	if (pc >= entry_lo && pc < entry_hi)
 		return false;
-	return (rv_byte && !(rv_bdebug & 16)) || !(pc >= noinstr_lo && pc < noinstr_hi);
+	return ((rv_byte || rv_train) && !(rv_bdebug & 16)) || !(pc >= noinstr_lo && pc < noinstr_hi);
 }
 
 /* read/write direction of the r/m operand for the common opcode classes */
@@ -250,6 +250,10 @@ int rv_instr_select(const char *name)
 	}
 	if (!strcmp(name, "count")) {
 		rv_instr = &count_instr;
+		return 0;
+	}
+	if (!strcmp(name, "train")) {
+		rv_instr = rv_train_instrumentation();
 		return 0;
 	}
 	if (!strcmp(name, "crew")) {

@@ -31,7 +31,7 @@ module_param(instr, charp, 0444);
 MODULE_PARM_DESC(instr, "instrumentation of translated code: none, count (inline counters of memory accesses and deterministic points)");
 static char *crew = "none";
 module_param(crew, charp, 0444);
-MODULE_PARM_DESC(crew, "byte: byte-granular CREW for a recording or replay (needs dbt=1 and a QEMU host with -rr ...,crew=byte; implies callret=0 and instr=crew; cannot be unloaded)");
+MODULE_PARM_DESC(crew, "byte: byte-granular CREW for a recording or replay (needs dbt=1 and a QEMU host with -rr ...,crew=byte; implies callret=0 and instr=crew; cannot be unloaded); train: training mode, no host needed (needs dbt=1 and the shadow memory of byte mode; /proc/replayvm_train lists the pcs found to access shared memory)");
 static bool selftest;
 module_param(selftest, bool, 0444);
 MODULE_PARM_DESC(selftest, "decode the whole kernel text at load and report coverage");
@@ -126,8 +126,17 @@ int __init replayvm_init(void)
 		ret = rv_byte_init();
 		if (ret)
 			goto out_stats;
+		ret = rv_trained_load();
+		if (ret)
+			goto out_byte;
+	} else if (!strcmp(crew, "train")) {
+		rv_train = true;
+		instr = "train";
+		ret = rv_train_init();
+		if (ret)
+			goto out_stats;
 	} else if (strcmp(crew, "none")) {
-		pr_err(RV_PR "crew=%s: byte or none\n", crew);
+		pr_err(RV_PR "crew=%s: byte, train or none\n", crew);
 		ret = -EINVAL;
 		goto out_stats;
 	}
@@ -175,6 +184,8 @@ out_tr:
 out_byte:
 	if (rv_byte)
 		rv_byte_exit();
+	if (rv_train)
+		rv_train_exit(false);
 out_stats:
 	rv_stats_exit();
 	return ret;
@@ -187,8 +198,12 @@ static void __exit replayvm_exit(void)
 		rv_coherence_exit();
 		pr_info(RV_PR "translation off: %lu blocks, %lu bytes of code cache\n",
 			rv_nblocks(), rv_cache->used);
-		rv_cache_destroy(!wait_cache_idle());
+		bool busy = !wait_cache_idle();
+
+		rv_cache_destroy(busy);
 		rv_translate_exit();
+		if (rv_train)
+			rv_train_exit(busy);
 	}
 	rv_stats_exit();
 	pr_info("replayvm: unloaded\n");

@@ -206,6 +206,8 @@ enum rv_bstat {
 };
 
 int rv_byte_init(void);			/* load: allocate */
+int rv_shadow_setup(void);			/* byte mode and training */
+void rv_shadow_release(void);
 int rv_byte_register(void);			/* load, after the cache: tell the host */
 void rv_byte_excl_va(const void *va, unsigned long len);
 void rv_translate_excl(void);

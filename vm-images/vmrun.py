@@ -175,14 +175,17 @@ BYTE_SHADOW = "mem=480M"
 BYTE_MODPARAMS = "rv.modparams=dbt=1,crew=byte,shadow_base=0x20000000,shadow_size=0x1e000000"
 
 
-def byte_crew_args(kw):
+def byte_crew_args(kw, mode="byte", params=()):
     """RV_BYTE_EXTRA (environment, read now): more guest-module parameters,
-    comma-separated (debugging and tests, e.g. bdebug=32)."""
-    extra = os.environ.get("RV_BYTE_EXTRA", "").strip(",")
+    comma-separated (debugging and tests, e.g. bdebug=32).  mode "train":
+    the module's training mode (same memory layout, no recording host)."""
+    extra = ",".join([p for p in params] +
+                     [p for p in os.environ.get("RV_BYTE_EXTRA", "").split(",") if p])
+    modparams = BYTE_MODPARAMS.replace("crew=byte", "crew=" + mode)
     kw["mem"] = BYTE_MEM
     kw["module"] = True
     kw["append_extra"] = " ".join(x for x in (kw.get("append_extra", ""), BYTE_SHADOW,
-                                              BYTE_MODPARAMS + ("," + extra if extra else ""))
+                                              modparams + ("," + extra if extra else ""))
                                   if x)
 
 
