@@ -52,6 +52,17 @@ unsigned long rv_untrained_sites;
 
 static bool trained;
 module_param(trained, bool, 0444);
+/*
+ * Report untrained accesses on the debug console (port 0xe9) as they
+ * happen.  Off by default: QEMU parks a vCPU that writes a port at its
+ * current position, which inside the slow path is not one a replay can
+ * stop at, so a recording made with it may not replay (seen: diverged at
+ * the next event logged while the other vCPU was parked).  For finding
+ * what a list misses, not for recordings that must replay.
+ */
+static bool untrained_report;
+module_param(untrained_report, bool, 0444);
+MODULE_PARM_DESC(untrained_report, "trained=1: write each untrained access to a shared byte (1st, 2nd, 4th ... per vCPU and pc) to the debug console port 0xe9 (QEMU -debugcon); such a recording may not replay");
 MODULE_PARM_DESC(trained, "crew=byte: instrument only the pcs of the trained list (QEMU -fw_cfg name=opt/replayvm/trained,file=LIST); the others get a sentinel check that reports untrained accesses to shared bytes");
 
 #define LIST_MAGIC	"# replayvm trained-pcs 1"
@@ -611,8 +622,8 @@ int rv_trained_load(void)
 
 		if (*p != 'S')
 			continue;
-		pc = simple_strtoul(p + 1, &end, 16);
-		if (end == p + 1 || (*end != ' ' && *end != '\n' && *end) || !pc) {
+		pc = simple_strtoul(p + 2, &end, 16);
+		if (p[1] != ' ' || end == p + 2 || (*end != ' ' && *end != '\n' && *end) || !pc) {
 			bad++;		/* a line cut short (truncated list) */
 			continue;
 		}
@@ -636,11 +647,19 @@ struct ut_slot { unsigned long pc; u64 n; };
 static struct ut_slot ut[RVG_MAX_CPUS][UT_SLOTS];
 static u64 ut_total[RVG_MAX_CPUS];
 
-/* the debug console: QEMU -debugcon; nothing there without it */
+/*
+ * The debug console: QEMU -debugcon; nothing there without it.  Whole
+ * lines, one vCPU at a time (the lock is module data: private memory).
+ */
+static int dbgcon_lock;
+
 static void dbgcon(const char *s)
 {
+	while (xchg(&dbgcon_lock, 1))
+		cpu_relax();
 	for (; *s; s++)
 		outb(*s, 0xe9);
+	smp_store_release(&dbgcon_lock, 0);
 }
 
 /*
@@ -657,6 +676,8 @@ void rv_untrained_event(unsigned long pc, int cpu, bool write, unsigned long phy
 	if (cpu >= RVG_MAX_CPUS)
 		return;
 	n = ++ut_total[cpu];
+	if (!untrained_report)
+		return;
 	if (!(n & (n - 1))) {
 		snprintf(line, sizeof(line), "RVUNTRAINED-TOTAL cpu=%d n=%llu\n", cpu, n);
 		dbgcon(line);

@@ -23,6 +23,8 @@ enum action {
 	NETDEV,		/* any network backend -> an unconnected hub port */
 	CHARDEV,	/* the monitor's goes; a console -> stdio (or null) */
 	OBJECT,		/* secrets read from the manager's per-domain files go */
+	FWCFG,		/* the trained list: the guest's reads of it are in the log */
+	DEBUGCON,	/* the recording's report file is not overwritten: null */
 };
 
 static const struct rule {
@@ -44,6 +46,8 @@ static const struct rule {
 	{ "-sandbox",		1, DROP },
 	{ "-msg",		1, DROP },
 	{ "-runas",		1, DROP },
+	{ "-fw_cfg",		1, FWCFG },
+	{ "-debugcon",		1, DEBUGCON },
 };
 
 static const struct rule *rule_of(const char *a)
@@ -228,6 +232,20 @@ char **replay_argv(const Rr__Header *h, const char *log, const char *qemu,
 			break;
 		case OBJECT:
 			nv = object(v);
+			break;
+		case FWCFG:
+			/*
+			 * The trained list of a byte-CREW recording (issue 7): the
+			 * module read it by fw_cfg DMA, a logged device write, so
+			 * the replay needs no file (nor the same one).
+			 */
+			if (!strncmp(v, "name=opt/replayvm/trained,", 26))
+				nv = strdup("name=opt/replayvm/trained,string=in-the-log");
+			else
+				nv = strdup(v);
+			break;
+		case DEBUGCON:
+			nv = strdup("null");
 			break;
 		}
 		if (nv == SINK)

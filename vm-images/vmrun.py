@@ -55,6 +55,7 @@ class Result:
     argv: list
     marks: list = dataclasses.field(default_factory=list)  # (seconds, line) of RVMARK lines
     mark_log_bytes: list = dataclasses.field(default_factory=list)  # recording's size at each mark
+    untrained: dict = None  # trained list: untrained accesses to shared bytes (training.untrained_summary)
 
 
 class MarkClock:
@@ -200,13 +201,42 @@ def parse_console(console):
 
 
 def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, accel="auto",
-        serial_log=None, echo=False, record=None, crew=None, **kw):
+        serial_log=None, echo=False, record=None, crew=None, trained=None, untrained_report=False,
+        **kw):
     """record=PATH: record the run into PATH (replay it with `replay-vm --log PATH`);
     crew: the CREW mode of a multi-vCPU recording: "page", or "byte" (the guest
-    module's byte-granular CREW: see byte_crew_args)."""
+    module's byte-granular CREW: see byte_crew_args), or "train" (no
+    recording: the module's training mode, vm-images/training.py).
+    trained=LIST (crew="byte"): record with a trained list (training.py): the
+    guest gets it as the fw_cfg file opt/replayvm/trained and instruments only
+    its pcs; untrained accesses to shared bytes come back in Result.untrained
+    (and a "vmrun: warning: UNTRAINED ..." line at the end of the console),
+    from the module's debug console, kept in RECORD.untrained) when
+    untrained_report (the module's untrained_report=1: such a recording may
+    not replay, see guest-module/train.c)."""
     if accel == "auto":
         accel = "kvm" if hw_kvm_available() else "tcg"
     env = dict(os.environ)
+    untrained_file = None
+    if trained:
+        import training
+        if crew != "byte" or not record:
+            raise SetupError("a trained list is for byte-CREW recordings (crew=byte, record=LOG)")
+        try:
+            training.check_image(training.load(trained, strict=False), kw.get("image", IMAGE))
+        except (OSError, training.ListError) as e:
+            raise SetupError("trained list %s: %s" % (trained, e))
+        kw["extra"] = list(kw.get("extra", ())) + [
+            "-fw_cfg", "name=opt/replayvm/trained,file=%s" % os.path.abspath(trained)]
+        if untrained_report:
+            untrained_file = os.path.abspath(record) + ".untrained"
+            if os.path.exists(untrained_file):
+                os.unlink(untrained_file)
+            kw["extra"] += ["-debugcon", "file:%s" % untrained_file]
+    if crew == "train":
+        if record:
+            raise SetupError("training runs are not recorded")
+        byte_crew_args(kw, mode="train")
     if record:
         if accel != "tcg":
             raise SetupError("recording runs under TCG (the KVM backend is not built yet)")
@@ -214,7 +244,8 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         if crew:
             rr += ",crew=%s" % crew
         if crew == "byte":
-            byte_crew_args(kw)
+            byte_crew_args(kw, params=(["trained=1"] if trained else []) +
+                           (["untrained_report=1"] if untrained_report else []))
         kw["extra"] = list(kw.get("extra", ())) + ["-rr", rr]
         version = os.path.join(os.path.dirname(kw.get("qemu", QEMU)), "VERSION")
         if os.path.exists(version):
@@ -260,9 +291,18 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
             status = EXIT_TIMEOUT
         elif status is None:
             status = EXIT_NO_RESULT
-        if crew == "byte" and "replayvm.ko failed to load" in console:
+        if crew in ("byte", "train") and "replayvm.ko failed to load" in console:
             # the VM ran on under page CREW: not the recording that was asked for
-            console += "vmrun: crew=byte, but the guest module did not load (see above)\n"
+            console += "vmrun: crew=%s, but the guest module did not load (see above)\n" % crew
             status = EXIT_SETUP
+        untrained = None
+        if untrained_file and os.path.exists(untrained_file):
+            import training
+            with open(untrained_file, errors="replace") as f:
+                untrained = training.untrained_summary(
+                    f.read(), training.Symbols(kw.get("image", IMAGE)))
+            if untrained:
+                console += "vmrun: warning: %s (a replay may diverge; retrain with these workloads)\n" % \
+                    training.untrained_line(untrained)
         return Result(status, output, console, p.returncode, seconds, argv, clock.marks,
-                      clock.sizes)
+                      clock.sizes, untrained)
