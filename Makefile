@@ -49,7 +49,7 @@ unit-test: rrlog tools workloads guest
 	$(MAKE) -C replay-tool test
 	$(MAKE) -C guest-module/crew test
 	$(MAKE) -C vm-images/workloads check
-	$(PY) -m pytest -q vm-images/test_vmrun_unit.py
+	$(PY) -m pytest -q vm-images/test_vmrun_unit.py vm-images/test_training_unit.py
 
 integration-test: qemu image tools symbols
 	$(PY) -m pytest -q -x --durations=40 tests/
