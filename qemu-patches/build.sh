@@ -49,25 +49,37 @@ export QUILT_PC=.pc-replayvm QUILT_PATCHES=patches-replayvm
 applied=$src/.replayvm-applied   # copies of the patches as applied last time
 mkdir -p "$applied"
 cd "$src"
-rm -rf "$QUILT_PATCHES"; mkdir "$QUILT_PATCHES"
-{ grep -v '^#' "$here/series" || true; } | sed '/^$/d' > "$QUILT_PATCHES/series"
-while read -r p; do cp "$here/$p" "$QUILT_PATCHES/"; done < "$QUILT_PATCHES/series"
+{ grep -v '^#' "$here/series" || true; } | sed '/^$/d' > "$src/.replayvm-series"
 
-# pop down to the first patch that changed since last time
+# pop down to the first patch that changed since last time; quilt pops
+# only what its series file names, so pop with last time's series and
+# patches (a patch dropped from the series is popped too)
 keep=""
 if [ -f "$QUILT_PC/applied-patches" ]; then
   while read -r p; do
-    if [ -f "$QUILT_PATCHES/$p" ] && cmp -s "$QUILT_PATCHES/$p" "$applied/$p" &&
-       grep -qxF "$p" "$QUILT_PATCHES/series"; then keep=$p; else break; fi
+    if [ -f "$here/$p" ] && cmp -s "$here/$p" "$applied/$p" &&
+       grep -qxF "$p" "$src/.replayvm-series"; then keep=$p; else break; fi
   done < "$QUILT_PC/applied-patches"
   # the kept prefix must also be a prefix of the new series
   if [ -n "$keep" ]; then
     n=$(grep -nxF "$keep" "$QUILT_PC/applied-patches" | cut -d: -f1)
-    head -n "$n" "$QUILT_PC/applied-patches" | cmp -s - <(head -n "$n" "$QUILT_PATCHES/series") || keep=""
+    head -n "$n" "$QUILT_PC/applied-patches" | cmp -s - <(head -n "$n" "$src/.replayvm-series") || keep=""
   fi
-  if [ -n "$keep" ]; then quilt pop -q "$keep" >/dev/null 2>&1 || true
-  else quilt pop -a -q >/dev/null 2>&1 || true; fi
+  rm -rf "$QUILT_PATCHES"; mkdir "$QUILT_PATCHES"
+  cp "$QUILT_PC/applied-patches" "$QUILT_PATCHES/series"
+  cp "$applied"/*.patch "$QUILT_PATCHES/" 2>/dev/null || true
+  while read -r p; do [ -f "$QUILT_PATCHES/$p" ] || : > "$QUILT_PATCHES/$p"; done < "$QUILT_PC/applied-patches"
+  # -f: restore from quilt's backups (what was really applied)
+  if [ -n "$keep" ]; then quilt pop -f -q "$keep" >/dev/null 2>&1 || true
+  else quilt pop -f -a -q >/dev/null 2>&1 || true; fi
+  if [ -s "$QUILT_PC/applied-patches" ] &&
+     ! head -n "$(wc -l < "$QUILT_PC/applied-patches")" "$src/.replayvm-series" | cmp -s - "$QUILT_PC/applied-patches"; then
+    echo "build-qemu: could not pop the patches applied last time in $src" >&2; exit 1
+  fi
 fi
+rm -rf "$QUILT_PATCHES"; mkdir "$QUILT_PATCHES"
+cp "$src/.replayvm-series" "$QUILT_PATCHES/series"
+while read -r p; do cp "$here/$p" "$QUILT_PATCHES/"; done < "$QUILT_PATCHES/series"
 if [ -s "$QUILT_PATCHES/series" ]; then
   rc=0; quilt push -a -q || rc=$?
   [ $rc = 0 ] || [ $rc = 2 ] || { echo "build-qemu: a patch failed to apply (see above)" >&2; exit 1; }
