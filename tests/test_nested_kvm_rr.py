@@ -8,13 +8,13 @@ One nested boot (vm-images/nested.py, L1 under TCG with SVM):
     kernel-intensive workload (ipc) is recorded, the log must hold the
     RDTSC values the KVM exits delivered (TimeRead events), and its replay
     must print the same RESULT line and QEMU's REPLAY OK verdict.
-    Today (2026-11-25) the recording part works (ipc -n 50: ~90k
-    deterministic exits, ~52k of them RDTSC, ~440 PAUSE, in ~25 s) but the
-    replay diverges, at a point that varies between runs (event ~1.6k in
-    the firmware: same exit count, rip 0x9e recorded vs 0x9f replayed;
-    another run event 36655 of 59830: finish_task_switch+0x91 recorded vs
-    +0x96 replayed), so the replay test is a strict xfail: it fails the
-    suite the day it starts passing.
+    The replay used to diverge at a varying point (same exit count, rip
+    one instruction apart, right after an STI): TCG's SVM emulation in
+    the L1 lost the L2's interrupt shadow when a #VMEXIT came right after
+    an STI, so the interrupt-window exit, then a position, came one
+    instruction early in one run and not in the other.  qemu 0019 fixes
+    TCG; qemu 0020 no longer uses window exits at all (positions are
+    port/MMIO, HLT, RDTSC/RDTSCP and PAUSE exits only).
 
 The L2 kernel gets tsc_early_khz: nested under TCG every RDTSC exit is so
 slow that the kernel's TSC calibration (tsc_read_refs: two reads within
@@ -112,8 +112,6 @@ def test_nested_kvm_recording_uses_rdtsc_pause_exits(nested_run):
     assert m and int(m.group(1)) > 100, out
 
 
-@pytest.mark.xfail(strict=True, reason="replay diverges in the firmware (rip off by one byte "
-                   "at the same exit count), not diagnosed yet")
 def test_nested_kvm_replay_matches_recording(nested_run):
     out = nested_run
     assert "NRR: replay status 0" in out, out
