@@ -4,7 +4,7 @@ from the host.
 A 2-vCPU recording is replayed with --until (every vCPU must hold still at
 the same positions on every replay), then under gdb: a breakpoint on a
 kernel function (by name, from build/image/kallsyms.elf), hit for the 21st
-time on vCPU 1, shows the same registers and stack on two replays, and the
+time, shows the same registers and stack on two replays, and the
 replay still matches the recording after gdb lets it run on.  Recordings
 ended by SIGTERM (what virsh destroy sends first) and SIGKILL replay up to
 where they stop and say so."""
@@ -26,10 +26,15 @@ STOPPED = re.compile(r"replay-vm:   vcpu \d+ at \(.*\)")
 @pytest.fixture(scope="module")
 def smp_log(tmp_path_factory):
     log = tmp_path_factory.mktemp("dbg") / "run.rr"
-    # two readers at once: both vCPUs call vfs_read hundreds of times, whatever
-    # the scheduler does (one reader alone may stay on vCPU 0)
+    # a reader (vfs_read hundreds of times) and, on the other vCPU, a user
+    # loop without system calls.  Not two readers: when gdb steps a vCPU
+    # over a breakpoint and that vCPU waits at a replay barrier, the vCPUs
+    # gdb stopped run on (qemu 0010) while gdb has the breakpoint removed,
+    # so hits of a function both vCPUs call can be missed, a different
+    # number on each replay (README, "Known limits").
     rrtest.record(log, vcpus=2, timeout=600,
-                  cmd="(/opt/rv/bin/read -n 1000 & /opt/rv/bin/read -n 1000; wait) | tail -2")
+                  cmd="(/opt/rv/bin/racy_counter -t 1 -n 100M -a 0 & /opt/rv/bin/read -n 1000; "
+                      "wait) | tail -2")
     return log
 
 
@@ -90,12 +95,12 @@ STACK = re.compile(r"^0x[0-9a-f]+:\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)", re.M)
 
 
 def test_gdb_breaks_on_a_kernel_function_with_the_same_registers_twice(smp_log):
-    cmds = ["break vfs_read if $_thread == 2", "ignore 1 20", "continue",
+    cmds = ["break vfs_read", "ignore 1 20", "continue",
             "info registers rip rsp rdi rsi rdx", "x/2gx $rsp", "delete", "continue"]
     seen = []
     for _ in range(2):
         out, err, status = _gdb_session(smp_log, cmds)
-        assert "Thread 2 hit Breakpoint 1" in out and "in vfs_read" in out, \
+        assert "hit Breakpoint 1" in out and "in vfs_read" in out, \
             out[-2000:] + "\n--- replay stderr ---\n" + err[-3000:]
         regs = REGS.findall(out)
         assert [r for r, _ in regs] == ["rip", "rsp", "rdi", "rsi", "rdx"], out[-2000:]
