@@ -66,9 +66,10 @@ def test_truncated_list_reports_untrained_accesses(trained_list, tmp_path):
     assert "vmrun: warning: UNTRAINED" in r.console
 
 
-@pytest.mark.xfail(reason="replays with a trained list diverge (crew_seq behind at a det point, "
-                          "late in the run); not diagnosed: under-approximation or a sentinel bug",
-                   strict=False)
+@pytest.mark.skipif(os.environ.get("REPLAYVM_FULL") != "1",
+                    reason="make test-full: KNOWN TO FAIL today, replays with a trained list "
+                           "diverge (crew_seq behind at a det point, late in the run); likeliest "
+                           "cause: untrained accesses to shared bytes (README, training)")
 def test_record_with_list_replays(trained_list, tmp_path):
     log = tmp_path / "run.rr"
     rec = rrtest.record(log, vcpus=2, crew="byte", trained=trained_list, workload="racy_kernel",
