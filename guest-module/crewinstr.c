@@ -336,6 +336,57 @@ static bool link_cold(u8 *field, struct rv_site *site, int kind, int reg, u8 *ba
 	return true;
 }
 
+/*
+ * With the address in %rdx (and the flags saved): a string instruction
+ * jumps to its stub, which knows the ranges; anything else is translated
+ * to its physical address and, if @check, its shadow compared with this
+ * vCPU's bit (an odd size, fxsave or 16 bytes, always takes the slow
+ * path).  The jumps to fill are left in @j.
+ */
+void e_own_check(struct rv_emit *e, const struct rv_memop *op, bool check,
+		 struct rv_own_jumps *j)
+{
+	int size = op->size;
+
+	j->other = j->slow = j->str = NULL;
+	j->slow_kind = RV_SLOW_SHADOW;
+	j->slow_reg = 2;
+	if (op->string) {
+		e_u8(e, 0xe9);
+		j->str = e->p;
+		e_u32(e, 0);
+		return;
+	}
+	if (op->seg == 0x65)
+		e_gs(e, 0x48, 0x03, 2, RV_GS(this_off));	/* add %gs:this_off,%rdx */
+	j->other = e_to_phys(e);
+	if (!check)
+		return;
+	if (size == 1 || size == 2 || size == 4 || size == 8) {
+		j->slow = e_shadow_check(e, size, op->dir & RV_MEM_WRITE);
+	} else {
+		e_u8(e, 0xe9);
+		j->slow = e->p;
+		e_u32(e, 0);
+		j->slow_kind = RV_SLOW_PHYS;
+		j->slow_reg = 1;
+	}
+}
+
+/* the cold descriptor of an instrumented access */
+static struct rv_site *new_site(const struct rv_memop *op)
+{
+	struct rv_site *site = rv_cold_alloc(sizeof(*site), 8);
+
+	if (site) {
+		site->pc = op->pc;
+		site->size = op->size;
+		site->dir = op->dir;
+		site->string = op->string;
+	}
+	return site;
+}
+
 /* accesses byte CREW (and training) never checks: own stack, user TLS */
 bool rv_crew_skip(struct insn *insn, const struct rv_memop *op)
 {
@@ -359,52 +410,30 @@ bool rv_crew_skip(struct insn *insn, const struct rv_memop *op)
  */
 static bool crew_sentinel(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
-	bool flags, fast;
-	u8 *j_other = NULL, *j_slow = NULL, *j_str = NULL, *back, *mark = e->p;
+	struct rv_own_jumps j;
 	struct rv_site *site;
-	int size = op->size, slow_kind = RV_SLOW_SHADOW, slow_reg = 2;
+	u8 *back, *mark = e->p;
+	bool flags;
 
-	fast = !op->string && (size == 1 || size == 2 || size == 4 || size == 8);
-	site = rv_cold_alloc(sizeof(*site), 8);
+	site = new_site(op);
 	if (!site)
 		goto bad;
-	site->pc = op->pc;
-	site->size = size;
-	site->dir = op->dir;
-	site->string = op->string;
 	flags = (rv_bdebug & 4) || !rv_flags_dead(op->pc);
 	e_push3(e);
 	if (!op->string && !e_lea_rdx(e, insn, op))
 		goto bad;
 	e_save_flags(e, flags);
 	if (op->bitreg >= 0)
-		e_bitreg(e, op->bitreg, size);
-	if (op->string) {
-		e_u8(e, 0xe9);
-		j_str = e->p;
-		e_u32(e, 0);
-	} else {
-		if (op->seg == 0x65)
-			e_gs(e, 0x48, 0x03, 2, RV_GS(this_off));
-		j_other = e_to_phys(e);
-		if (fast) {
-			j_slow = e_shadow_check(e, size, op->dir & RV_MEM_WRITE);
-		} else {
-			e_u8(e, 0xe9);
-			j_slow = e->p;
-			e_u32(e, 0);
-			slow_kind = RV_SLOW_PHYS;
-			slow_reg = 1;
-		}
-	}
+		e_bitreg(e, op->bitreg, op->size);
+	e_own_check(e, op, true, &j);
 	back = e->p;
 	e_restore(e, flags);
 	if (!flags) {
 		e_u8(e, 0x48); e_u8(e, 0x39); e_u8(e, 0xe4);	/* cmp %rsp,%rsp */
 	}
-	if (!link_cold(j_other, site, RV_SLOW_OTHER | RV_SLOW_SENTINEL, 2, back) ||
-	    !link_cold(j_slow, site, slow_kind | RV_SLOW_SENTINEL, slow_reg, back) ||
-	    !link_cold(j_str, site, RV_SLOW_STRING | RV_SLOW_SENTINEL, 1, back))
+	if (!link_cold(j.other, site, RV_SLOW_OTHER | RV_SLOW_SENTINEL, 2, back) ||
+	    !link_cold(j.slow, site, j.slow_kind | RV_SLOW_SENTINEL, j.slow_reg, back) ||
+	    !link_cold(j.str, site, RV_SLOW_STRING | RV_SLOW_SENTINEL, 1, back))
 		goto bad;
 	rv_untrained_sites++;
 	return false;			/* no release */
@@ -417,12 +446,10 @@ bad:
 /* what the translator calls before a memory instruction (byte mode) */
 static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
-	bool replay = rv_byte_replaying(), flags, fast;
-	int dead;
-	u8 *j_other = NULL, *j_slow = NULL, *j_seq = NULL, *j_str = NULL;
-	u8 *after_seq, *back, *mark = e->p;
+	bool replay = rv_byte_replaying(), flags;
+	u8 *j_seq = NULL, *after_seq, *back, *mark = e->p;
+	struct rv_own_jumps j;
 	struct rv_site *site;
-	int size = op->size, slow_kind = RV_SLOW_SHADOW, slow_reg = 2;
 
 	if (rv_crew_skip(insn, op))
 		return false;
@@ -430,23 +457,17 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 		return false;
 	if (rv_trained && !rv_trained_has(op->pc))
 		return crew_sentinel(e, insn, op);
-	fast = !op->string && (size == 1 || size == 2 || size == 4 || size == 8);
-	site = rv_cold_alloc(sizeof(*site), 8);
+	site = new_site(op);
 	if (!site)
 		goto bad;
-	site->pc = op->pc;
-	site->size = size;
-	site->dir = op->dir;
-	site->string = op->string;
-	dead = rv_flags_dead(op->pc);
-	flags = (rv_bdebug & 4) || !dead;
+	flags = (rv_bdebug & 4) || !rv_flags_dead(op->pc);
 	e_push3(e);
 	/* the address first: the operand may use rax, rcx or rdx */
 	if (!op->string && !e_lea_rdx(e, insn, op))
 		goto bad;
 	e_save_flags(e, flags);
 	if (op->bitreg >= 0)
-		e_bitreg(e, op->bitreg, size);
+		e_bitreg(e, op->bitreg, op->size);
 	if (replay) {
 		/* mov %gs:seq,%rcx; cmp %gs:rp_next,%rcx; je replay-wait */
 		e_gs(e, 0x48, 0x8b, 1, RV_GS(crew) + offsetof(struct crew_cpu, seq));
@@ -454,25 +475,7 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 		j_seq = e_jcc32(e, 0x4);
 	}
 	after_seq = e->p;
-	if (op->string) {
-		e_u8(e, 0xe9);			/* jmp string stub: it knows the ranges */
-		j_str = e->p;
-		e_u32(e, 0);
-	} else {
-		if (op->seg == 0x65)
-			e_gs(e, 0x48, 0x03, 2, RV_GS(this_off));	/* add %gs:this_off,%rdx */
-		j_other = e_to_phys(e);
-		if (!replay && fast) {
-			j_slow = e_shadow_check(e, size, op->dir & RV_MEM_WRITE);
-		} else if (!replay) {
-			/* an odd size (fxsave, 16 bytes, ...): the slow path */
-			e_u8(e, 0xe9);
-			j_slow = e->p;
-			e_u32(e, 0);
-			slow_kind = RV_SLOW_PHYS;
-			slow_reg = 1;
-		}
-	}
+	e_own_check(e, op, !replay, &j);
 	back = e->p;
 	e_restore(e, flags);
 	if (!flags) {
@@ -485,10 +488,10 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 		 */
 		e_u8(e, 0x48); e_u8(e, 0x39); e_u8(e, 0xe4);
 	}
-	if (!link_cold(j_other, site, RV_SLOW_OTHER, 2, back) ||
-	    !link_cold(j_slow, site, slow_kind, slow_reg, back) ||
+	if (!link_cold(j.other, site, RV_SLOW_OTHER, 2, back) ||
+	    !link_cold(j.slow, site, j.slow_kind, j.slow_reg, back) ||
 	    !link_cold(j_seq, site, RV_SLOW_REPLAY, 1, after_seq) ||
-	    !link_cold(j_str, site, RV_SLOW_STRING, 1, back))
+	    !link_cold(j.str, site, RV_SLOW_STRING, 1, back))
 		goto bad;
 	rv_cc.instrumented++;
 	return true;

@@ -58,6 +58,13 @@ bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op);
 void e_bitreg(struct rv_emit *e, int reg, int size);
 u8 *e_to_phys(struct rv_emit *e);
 u8 *e_shadow_check(struct rv_emit *e, int size, bool write);
+/* the jumps e_own_check leaves to fill, and the slow path the check wants */
+struct rv_own_jumps {
+	u8 *other, *slow, *str;
+	int slow_kind, slow_reg;
+};
+void e_own_check(struct rv_emit *e, const struct rv_memop *op, bool check,
+		 struct rv_own_jumps *j);
 u8 *e_jcc32(struct rv_emit *e, u8 cc);
 bool rv_crew_skip(struct insn *insn, const struct rv_memop *op);
 

@@ -246,17 +246,16 @@ static bool train_link(u8 *field, struct rv_trec *r, int kind, int reg, u8 *back
 /* before every memory access byte CREW would check: count, check, maybe mark */
 static bool train_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
-	u8 *j_other = NULL, *j_slow = NULL, *j_str = NULL, *back, *mark = e->p;
-	int size = op->size, slow_kind = RV_SLOW_SHADOW, slow_reg = 2;
-	bool flags, fast;
+	struct rv_own_jumps j;
+	u8 *back, *mark = e->p;
 	struct rv_trec *r;
+	bool flags;
 
 	if (rv_crew_skip(insn, op) || (rv_bdebug & 1))
 		return false;
 	r = trec_get(op);
 	if (!r)
 		goto bad;
-	fast = !op->string && (size == 1 || size == 2 || size == 4 || size == 8);
 	flags = !rv_flags_dead(op->pc);
 	e_push3(e);
 	if (!op->string && !e_lea_rdx(e, insn, op))
@@ -266,30 +265,13 @@ static bool train_mem(struct rv_emit *e, struct insn *insn, const struct rv_memo
 	e_u8(e, 0x48); e_u8(e, 0xff); e_u8(e, 0x04); e_u8(e, 0x25);
 	e_u32(e, (u32)(unsigned long)&r->count);
 	if (op->bitreg >= 0)
-		e_bitreg(e, op->bitreg, size);
-	if (op->string) {
-		e_u8(e, 0xe9);
-		j_str = e->p;
-		e_u32(e, 0);
-	} else {
-		if (op->seg == 0x65)
-			e_gs(e, 0x48, 0x03, 2, RV_GS(this_off));
-		j_other = e_to_phys(e);
-		if (fast) {
-			j_slow = e_shadow_check(e, size, op->dir & RV_MEM_WRITE);
-		} else {
-			e_u8(e, 0xe9);
-			j_slow = e->p;
-			e_u32(e, 0);
-			slow_kind = RV_SLOW_PHYS;
-			slow_reg = 1;
-		}
-	}
+		e_bitreg(e, op->bitreg, op->size);
+	e_own_check(e, op, true, &j);
 	back = e->p;
 	e_restore(e, flags);
-	if (!train_link(j_other, r, RV_SLOW_OTHER, 2, back) ||
-	    !train_link(j_slow, r, slow_kind, slow_reg, back) ||
-	    !train_link(j_str, r, RV_SLOW_STRING, 1, back))
+	if (!train_link(j.other, r, RV_SLOW_OTHER, 2, back) ||
+	    !train_link(j.slow, r, j.slow_kind, j.slow_reg, back) ||
+	    !train_link(j.str, r, RV_SLOW_STRING, 1, back))
 		goto bad;
 	rv_cc.instrumented++;
 	return false;			/* nothing after the access */
