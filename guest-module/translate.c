@@ -199,6 +199,12 @@ static bool in_entry_text(unsigned long a)
 	return a >= entry_lo && a < entry_hi;
 }
 
+/* the jmp (e9) or jcc (0f 8x) whose rel32 is @field */
+static u8 *exit_insn(u8 *field)
+{
+	return field[-1] == 0xe9 ? field - 1 : field - 2;
+}
+
 /* rel32 target for an exit: existing translation, the native code, or a stub */
 static void link_exit(struct rv_emit *e, struct exit *x, unsigned long pc0)
 {
@@ -211,9 +217,18 @@ static void link_exit(struct rv_emit *e, struct exit *x, unsigned long pc0)
 	} else if (!rv_translatable(x->target)) {
 		dst = x->target;
 	} else if (rv_byte && in_entry_text(pc0) && in_entry_text(x->target) &&
-		   n_eager < MAX_EAGER) {
+		   n_eager < MAX_EAGER && x->field[-1] != 0xe8) {
+		/*
+		 * Until get_block links it, the exit jumps back to itself:
+		 * the block is in the hash table before that, so another CPU
+		 * may already run it, and the native target would run entry
+		 * code untranslated (seen: a replay that returned from an
+		 * interrupt through native restore_regs_and_return_to_kernel,
+		 * about one in three under load).  A jmp/jcc rel32 is re-run
+		 * as is: nothing it reads has changed.
+		 */
 		eager[n_eager++] = *x;
-		dst = x->target;	/* until get_block links it */
+		dst = (unsigned long)exit_insn(x->field);
 	} else if (rv_byte) {
 		/* no stack: the target and the field to patch in this CPU's slots */
 		e->p = PTR_ALIGN(e->p, 16);
@@ -570,8 +585,8 @@ static struct rv_block *get_block(unsigned long pc)
 
 		if (!t)
 			t = translate(x.target);
-		if (t)
-			*(s32 *)x.field = rv_rel32(x.field, t->cache);
+		/* cache full: native (counted), not a spin forever */
+		*(s32 *)x.field = rv_rel32(x.field, t ? t->cache : x.target);
 	}
 	rv_unlock_irqrestore(flags);
 	return b;
