@@ -190,19 +190,16 @@ static void jcc_exit(struct rv_emit *e, struct exit *x, int *nx, int cc, unsigne
  * targets in entry text at once.
  */
 #define MAX_EAGER 64
-static struct exit eager[MAX_EAGER];
+static struct eager_exit {
+	struct exit x;
+	u64 *slot;		/* where the exit's stub jumps through */
+} eager[MAX_EAGER];
 static int n_eager;
 static unsigned long entry_lo, entry_hi;
 
 static bool in_entry_text(unsigned long a)
 {
 	return a >= entry_lo && a < entry_hi;
-}
-
-/* the jmp (e9) or jcc (0f 8x) whose rel32 is @field */
-static u8 *exit_insn(u8 *field)
-{
-	return field[-1] == 0xe9 ? field - 1 : field - 2;
 }
 
 /* rel32 target for an exit: existing translation, the native code, or a stub */
@@ -217,18 +214,26 @@ static void link_exit(struct rv_emit *e, struct exit *x, unsigned long pc0)
 	} else if (!rv_translatable(x->target)) {
 		dst = x->target;
 	} else if (rv_byte && in_entry_text(pc0) && in_entry_text(x->target) &&
-		   n_eager < MAX_EAGER && x->field[-1] != 0xe8) {
+		   n_eager < MAX_EAGER) {
 		/*
-		 * Until get_block links it, the exit jumps back to itself:
-		 * the block is in the hash table before that, so another CPU
+		 * Until get_block links it, the exit goes to a stub that
+		 * jumps through its slot, which points back at the stub: the
+		 * block is in the hash table before the link, so another CPU
 		 * may already run it, and the native target would run entry
 		 * code untranslated (seen: a replay that returned from an
 		 * interrupt through native restore_regs_and_return_to_kernel,
-		 * about one in three under load).  A jmp/jcc rel32 is re-run
-		 * as is: nothing it reads has changed.
+		 * about one in three under load).  No stack, no gs; the spin
+		 * reads the slot as data, so it ends even where the patched
+		 * rel32 is not seen at once as code.
 		 */
-		eager[n_eager++] = *x;
-		dst = (unsigned long)exit_insn(x->field);
+		e->p = PTR_ALIGN(e->p, 16);
+		stub = e->p;
+		e_u8(e, 0xff); e_u8(e, 0x25); e_u32(e, 2);	/* jmp *slot(%rip) */
+		e_u8(e, 0xcc); e_u8(e, 0xcc);
+		eager[n_eager].slot = (u64 *)e->p;
+		e_u64(e, (u64)(unsigned long)stub);		/* slot */
+		eager[n_eager++].x = *x;
+		dst = (unsigned long)stub;
 	} else if (rv_byte) {
 		/* no stack: the target and the field to patch in this CPU's slots */
 		e->p = PTR_ALIGN(e->p, 16);
@@ -580,13 +585,16 @@ static struct rv_block *get_block(unsigned long pc)
 	}
 	/* byte mode: entry code's exits to entry code, linked now */
 	while (n_eager) {
-		struct exit x = eager[--n_eager];
-		struct rv_block *t = lookup(x.target);
+		struct eager_exit ex = eager[--n_eager];
+		struct rv_block *t = lookup(ex.x.target);
+		unsigned long dst;
 
 		if (!t)
-			t = translate(x.target);
+			t = translate(ex.x.target);
 		/* cache full: native (counted), not a spin forever */
-		*(s32 *)x.field = rv_rel32(x.field, t ? t->cache : x.target);
+		dst = t ? t->cache : ex.x.target;
+		WRITE_ONCE(*ex.slot, dst);
+		*(s32 *)ex.x.field = rv_rel32(ex.x.field, dst);
 	}
 	rv_unlock_irqrestore(flags);
 	return b;
