@@ -77,6 +77,9 @@ int rv_train_init(void);
 void rv_train_exit(bool in_use);
 int rv_trained_load(void);
 bool rv_trained_has(unsigned long pc);
+void rv_train_free_init(void);
+void rv_train_at(struct rv_emit *e, struct insn *insn, unsigned long pc);
+extern u64 rv_train_frees, rv_train_freed_bytes;
 void rv_untrained_event(unsigned long pc, int cpu, bool write, unsigned long phys);
 void rv_train_show(struct seq_file *m);
 

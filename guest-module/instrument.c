@@ -188,6 +188,8 @@ bool rv_instrument(struct rv_emit *e, struct insn *insn, unsigned long pc, unsig
 
 	if (!rv_instr || !rv_instr_allowed(pc))
 		return false;
+	if (rv_instr->at)
+		rv_instr->at(e, insn, pc);
 	k = detpoint_kind(insn, pc, next);
 	if (insn->opcode.bytes[0] == 0xfb && !rv_decode(&nx, next) &&
 	    nx.opcode.bytes[0] == 0xf4 && rv_instr->detpoint) {

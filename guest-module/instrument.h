@@ -40,6 +40,8 @@ enum rv_detpoint { RV_DP_IO, RV_DP_RDTSC, RV_DP_PAUSE, RV_DP_BACKEDGE, RV_DP_HLT
 
 struct rv_instrumentation {
 	const char *name;
+	/* before anything else emitted for the instruction at @pc */
+	void (*at)(struct rv_emit *e, struct insn *insn, unsigned long pc);
 	/* before the access; true: it was instrumented (post follows) */
 	bool (*mem)(struct rv_emit *e, struct insn *insn, const struct rv_memop *op);
 	/* after the access (when mem said true), e.g. a release */

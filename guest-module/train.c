@@ -284,6 +284,7 @@ bad:
 static const struct rv_instrumentation train_instr = {
 	.name = "train",
 	.mem = train_mem,
+	.at = rv_train_at,
 };
 
 const struct rv_instrumentation *rv_train_instrumentation(void)
@@ -343,6 +344,8 @@ static int tr_show(struct seq_file *m, void *v)
 		seq_printf(m, "# slow-paths %llu\n", READ_ONCE(train_slow));
 		seq_printf(m, "# transfers %llu\n", READ_ONCE(train_transfers));
 		seq_printf(m, "# table-full %lu\n", trec_full);
+		seq_printf(m, "# frees-reset %llu\n", READ_ONCE(rv_train_frees));
+		seq_printf(m, "# freed-bytes-reset %llu\n", READ_ONCE(rv_train_freed_bytes));
 		return 0;
 	}
 	if (!READ_ONCE(r->count))
@@ -384,6 +387,7 @@ int rv_train_init(void)
 		c->rep = 0x0101010101010101ull * c->mask;
 		v->this_off = per_cpu_offset(cpu);
 	}
+	rv_train_free_init();
 	if (!proc_create_seq("replayvm_train", 0444, NULL, &train_seq))
 		goto err;
 	pr_info(RV_PR "training mode: kernel build %s\n", kernel_build_id());
@@ -645,6 +649,27 @@ static void dbgcon(const char *s)
 }
 
 /*
+ * The count and the first distinct pcs, in this vCPU's area the host reads
+ * at the end of a recording (rvg_abi.h): it says how many accesses the log
+ * does not order, without a port write (which would park the vCPU at a
+ * position a replay cannot stop at).  Module memory: not in the RAM hash.
+ */
+static void note_for_host(struct rv_vcpu *v, unsigned long pc)
+{
+	int i;
+
+	v->untrained++;
+	for (i = 0; i < ARRAY_SIZE(v->untrained_pc); i++) {
+		if (v->untrained_pc[i] == pc)
+			return;
+		if (!v->untrained_pc[i]) {
+			v->untrained_pc[i] = pc;
+			return;
+		}
+	}
+}
+
+/*
  * Private stack, no kernel memory written: formats with the module's own
  * buffer (no %pS: kallsyms could take RCU read locks); the host names pcs.
  */
@@ -658,6 +683,7 @@ void rv_untrained_event(unsigned long pc, int cpu, bool write, unsigned long phy
 	if (cpu >= RVG_MAX_CPUS)
 		return;
 	n = ++ut_total[cpu];
+	note_for_host(per_cpu_ptr(&rv_vcpu, cpu), pc);
 	if (!untrained_report)
 		return;
 	if (!(n & (n - 1))) {
