@@ -193,6 +193,9 @@ struct rv_vcpu {
 	u64 rs_depth;			/* calls into native code in progress */
 #define RV_RS_DEPTH 8
 	struct { u64 ret, rsp, own; } rs[RV_RS_DEPTH];	/* own: callee is this module's */
+	/* shared with the host: untrained accesses to shared bytes (train.c) */
+	u64 untrained;			/* 920 */
+	u64 untrained_pc[8];		/* 928 */
 } __aligned(1024);
 /* plain .data..percpu: the module loader places nothing else */
 DECLARE_PER_CPU(struct rv_vcpu, rv_vcpu);

@@ -106,6 +106,8 @@ int cmd_info(int argc, char **argv)
 	uint64_t end_ns = 0, cp_ns = 0, tsc_min = UINT64_MAX, tsc_max = 0;
 	uint32_t max_vcpu = 0;
 	int have_end = 0, s, ret = EXIT_OK;
+	uint64_t untrained = 0, upcs[8];
+	size_t n_upcs = 0;
 	const Rr__Event *ev;
 	rr_error err = { 0 };
 
@@ -141,6 +143,10 @@ int cmd_info(int argc, char **argv)
 		case RR__EVENT__BODY_END:
 			end_ns = ev->end->host_ns;
 			have_end = 1;
+			untrained = ev->end->untrained_shared;
+			n_upcs = ev->end->n_untrained_pcs;
+			for (size_t i = 0; i < n_upcs && i < 8; i++)
+				upcs[i] = ev->end->untrained_pcs[i];
 			break;
 		default:
 			break;
@@ -224,6 +230,14 @@ int cmd_info(int argc, char **argv)
 	} else {
 		printf("duration: unknown (no End/checkpoint host time, no TSC "
 		       "reads with tsc_khz)\n");
+	}
+	if (untrained) {
+		printf("untrained accesses: %" PRIu64 " by instructions not in "
+		       "the trained list to bytes another vCPU owned (not "
+		       "ordered by this log; a replay may diverge); pcs:", untrained);
+		for (size_t i = 0; i < n_upcs && i < 8; i++)
+			printf(" 0x%" PRIx64, upcs[i]);
+		printf("%s\n", n_upcs > 8 ? " ..." : "");
 	}
 	free(by_vcpu);
 	rr_reader_close(r);

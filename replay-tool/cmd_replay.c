@@ -151,6 +151,28 @@ static int watch_qemu(FILE *errf, struct progress *pg, int show_progress)
 	return matched;
 }
 
+/*
+ * End.untrained_shared of a recording made with a trained list: accesses
+ * the log does not order (qemu-patches 0021).  0 when there is no End.
+ */
+static uint64_t untrained_of(rr_reader *r, int64_t total, uint64_t *first_pc)
+{
+	const Rr__Event *ev = NULL;
+	rr_error err;
+	uint64_t n = 0;
+
+	*first_pc = 0;
+	if (total <= 0 || rr_reader_seek(r, (uint64_t)total - 1, &err) < 0 ||
+	    rr_reader_next_ref(r, &ev, &err) <= 0 || !ev)
+		return 0;
+	if (ev->body_case == RR__EVENT__BODY_END && ev->end) {
+		n = ev->end->untrained_shared;
+		if (ev->end->n_untrained_pcs)
+			*first_pc = ev->end->untrained_pcs[0];
+	}
+	return n;
+}
+
 int cmd_replay(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -175,6 +197,7 @@ int cmd_replay(int argc, char **argv)
 	char **qargv;
 	int errp[2], matched;
 	int64_t total;
+	uint64_t untrained, untrained_pc;
 	struct progress pg;
 	FILE *errf;
 
@@ -227,6 +250,13 @@ int cmd_replay(int argc, char **argv)
 			err.msg, (unsigned long long)err.offset);
 		return 2;
 	}
+	untrained = untrained_of(r, total, &untrained_pc);
+	if (untrained)
+		fprintf(stderr, "replay-vm: note: the recording logged %" PRIu64
+			" access(es) by untrained instructions to shared bytes "
+			"(first at pc 0x%" PRIx64 "), which its log does not "
+			"order; this replay may diverge\n", untrained,
+			untrained_pc);
 	if (until != UINT64_MAX && until >= (uint64_t)total) {
 		fprintf(stderr, "replay-vm: --until %" PRIu64 ": %s has only "
 			"%" PRId64 " events (0 to %" PRId64 ")\n", until, log,
@@ -320,6 +350,12 @@ int cmd_replay(int argc, char **argv)
 	case EXIT_DIVERGED:
 		fprintf(stderr, "replay-vm: the replay DIVERGED from the "
 			"recording (report above)\n");
+		if (untrained)
+			fprintf(stderr, "replay-vm: likely cause: the %" PRIu64
+				" untrained access(es) to shared bytes the "
+				"recording logged; train with this workload "
+				"(vm-images/train run) and record again\n",
+				untrained);
 		return EXIT_DIVERGED;
 	case 2:
 		return 2;

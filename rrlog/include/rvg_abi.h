@@ -105,6 +105,13 @@ struct rvg_desc {
 #define RVG_OFF_PRIV_TOP	544	/* u64: top of the module's private stack */
 #define RVG_PRIV_STACK_SIZE	16384	/* (where its runtime runs kernel helpers
 					 * natively, by design) */
+#define RVG_OFF_UNTRAINED	920	/* u64: record with a trained list:
+					 * untrained accesses to bytes another
+					 * vCPU owned (read by the host at the
+					 * end of a recording) */
+#define RVG_OFF_UNTRAINED_PC	928	/* u64[RVG_UNTRAINED_PCS]: the first
+					 * distinct pcs of those, 0 = free */
+#define RVG_UNTRAINED_PCS	8
 #define RVG_VCPU_SIZE		1024
 
 #define RVG_STATE_ACTIVE	0
