@@ -399,14 +399,15 @@ bool rv_crew_skip(struct insn *insn, const struct rv_memop *op)
 }
 
 /*
- * An untrained site (record or replay with a trained list, train.c): the
- * same inline ownership check as a trained one, but a miss goes to the
- * slow path as a sentinel (RV_SLOW_SENTINEL: ownership taken silently, no
- * record, no wait; in a recording a byte owned by another vCPU is reported
- * as an untrained access), and there is no release: the vCPU's seq counts
- * trained accesses only, the same set in a recording and its replay.  The
- * code is identical in record and replay, so the kernel stack (the three
- * pushes) and the flags get the same values whatever path the check takes.
+ * An untrained site of a recording with a trained list (train.c): the
+ * same inline ownership check as a trained one, and a miss goes to the
+ * same transfer (RV_SLOW_SENTINEL only has it counted when another vCPU
+ * owned a byte: an untrained access to shared memory, reported at the
+ * end of the recording), so the log orders it like any other.  What the
+ * list saves is the fence: the release after it (crew_post) is a plain
+ * store, which leaves crew.h's hole 1 (TSO store->load) open for the
+ * check that follows it on this vCPU.  A replay instruments every site
+ * alike (crew_mem): its seq counts the same accesses.
  */
 static bool crew_sentinel(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
@@ -436,7 +437,7 @@ static bool crew_sentinel(struct rv_emit *e, struct insn *insn, const struct rv_
 	    !link_cold(j.str, site, RV_SLOW_STRING | RV_SLOW_SENTINEL, 1, back))
 		goto bad;
 	rv_untrained_sites++;
-	return false;			/* no release */
+	return true;			/* a release (crew_post), unfenced */
 bad:
 	e->p = mark;
 	rv_cc.uninstrumented++;
@@ -455,7 +456,7 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 		return false;
 	if (rv_bdebug & 1)
 		return false;
-	if (rv_trained && !rv_trained_has(op->pc))
+	if (rv_trained && !replay && !rv_trained_has(op->pc))
 		return crew_sentinel(e, insn, op);
 	site = new_site(op);
 	if (!site)
@@ -501,7 +502,8 @@ bad:
 	return false;
 }
 
-/* after an instrumented instruction: release (seq++), fenced in record */
+/* after an instrumented instruction: release (seq++), fenced in record
+ * (but at an untrained site) */
 static void crew_post(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	u32 seq = RV_GS(crew) + offsetof(struct crew_cpu, seq);
@@ -509,7 +511,8 @@ static void crew_post(struct rv_emit *e, struct insn *insn, const struct rv_memo
 	e_u8(e, 0x50);					/* push %rax */
 	e_gs(e, 0x48, 0x8b, 0, seq);			/* mov %gs:seq,%rax */
 	e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0x40); e_u8(e, 0x01); /* lea 1(%rax),%rax */
-	if (rv_byte_replaying())
+	if (rv_byte_replaying() ||
+	    (op && rv_trained && !rv_untrained_fence && !rv_trained_has(op->pc)))
 		e_gs(e, 0x48, 0x89, 0, seq);		/* mov %rax,%gs:seq */
 	else
 		e_gs(e, 0x48, 0x87, 0, seq);		/* xchg %rax,%gs:seq */
@@ -524,16 +527,6 @@ static void crew_detpoint(struct rv_emit *e, struct insn *insn, unsigned long pc
 
 	if (rv_bdebug & 2)
 		return;
-	if (rv_trained && kind == RV_DP_PAUSE) {
-		/*
-		 * With a trained list a spin loop may contain no trained
-		 * access, and a vCPU spinning ACTIVE without a seq change would
-		 * keep an acquirer waiting for it (crew.h, hole 1) forever if
-		 * that acquirer holds what it spins for.  Its pause counts as an
-		 * access (crew_tick), in record and replay alike.
-		 */
-		crew_post(e, insn, NULL);
-	}
 	e_u8(e, 0x50);					/* push %rax */
 	e_u8(e, 0x0f); e_u8(e, 0x90); e_u8(e, 0xc0);	/* seto %al */
 	e_u8(e, 0x9f);					/* lahf */

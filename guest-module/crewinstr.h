@@ -17,7 +17,7 @@ struct rv_site {
 /*
  * why slow_common was entered (x_kind); x_addr holds what the name says.
  * RV_SLOW_SENTINEL is or'ed in by an untrained site (record with a trained
- * list, train.c): no ownership transfer, no log, no seq.
+ * list, train.c): the same transfer, counted when another vCPU owned a byte.
  */
 #define RV_SLOW_SENTINEL	0x100
 enum rv_slow_kind {
@@ -71,6 +71,7 @@ bool rv_crew_skip(struct insn *insn, const struct rv_memop *op);
 /* training mode and trained lists (train.c) */
 extern bool rv_train;			/* crew=train */
 extern bool rv_trained;			/* crew=byte with a trained list */
+extern bool rv_untrained_fence;		/* ... whose untrained sites fence too */
 extern unsigned long rv_untrained_sites;	/* sentinel sites emitted */
 const struct rv_instrumentation *rv_train_instrumentation(void);
 int rv_train_init(void);

@@ -221,27 +221,22 @@ int rv_string_pieces(unsigned long pc, int size, u64 rsi, u64 rdi, u64 rcx, bool
 }
 
 /*
- * An untrained site (RV_SLOW_SENTINEL): take ownership of [phys, phys + len)
- * without a record, a wait or a seq change.  In a recording, a byte that
- * another vCPU owned is an access of an untrained instruction to shared
- * memory: reported (train.c).  Racing with a transfer of the same bytes is
- * harmless: the loser's next check misses and takes the slow path again.
+ * An untrained site (RV_SLOW_SENTINEL, record only) takes like a trained
+ * one; a byte another vCPU owned is counted first: an untrained access to
+ * shared memory (train.c; the list missed this pc).
  */
-static void sentinel_take(struct crew_cpu *c, unsigned long pc, unsigned long phys,
-			  unsigned long len, bool write, bool replay)
+static void note_untrained(struct crew_cpu *c, unsigned long pc, unsigned long phys,
+			   unsigned long len, bool write)
 {
-	u8 *s = (u8 *)(rv_cc.shadow_va + phys);
-	u8 me = c->mask, others = 0;
+	const u8 *s = (const u8 *)(rv_cc.shadow_va + phys);
+	u8 others = 0;
 	unsigned long i;
 
-	for (i = 0; i < len; i++) {
-		u8 old = READ_ONCE(s[i]), nv = write ? me : old | me;
-
-		others |= old & ~me;
-		if (nv != old)
-			WRITE_ONCE(s[i], nv);
-	}
-	if (others && !replay)
+	if (phys >= rv_cc.span || len > rv_cc.span - phys)
+		return;
+	for (i = 0; i < len; i++)
+		others |= READ_ONCE(s[i]);
+	if (others & ~c->mask)
 		rv_untrained_event(pc, c->id, write, phys);
 }
 
@@ -260,11 +255,8 @@ static int string_op(struct rv_vcpu *v, struct crew_cpu *c, struct rv_site *site
 		return ret;
 	if (mmio)
 		mmio_detpoint(v, site->pc);
-	if (sentinel) {
-		for (i = 0; i < np; i++)
-			sentinel_take(c, site->pc, p[i].phys, p[i].len, p[i].write, replay);
-		return 0;
-	}
+	for (i = 0; sentinel && !replay && i < np; i++)
+		note_untrained(c, site->pc, p[i].phys, p[i].len, p[i].write);
 	if (replay || !np)
 		return 0;
 	return take_all(c, p, np);
@@ -286,16 +278,12 @@ void rv_byte_slow(void)
 	v->stats[RV_BS_SLOW]++;
 	switch (v->x_kind & ~RV_SLOW_SENTINEL) {
 	case RV_SLOW_SHADOW:
-		if (sentinel)
-			sentinel_take(c, site->pc, a - rv_cc.shadow_va, len, write, replay);
-		else
-			ret = take(c, a - rv_cc.shadow_va, len, write);
-		break;
+		a -= rv_cc.shadow_va;
+		fallthrough;
 	case RV_SLOW_PHYS:
 		if (sentinel)
-			sentinel_take(c, site->pc, a, len, write, replay);
-		else
-			ret = take(c, a, len, write);
+			note_untrained(c, site->pc, a, len, write);
+		ret = take(c, a, len, write);
 		break;
 	case RV_SLOW_OTHER:
 		v->stats[RV_BS_CLASSIFY]++;
@@ -303,12 +291,10 @@ void rv_byte_slow(void)
 			break;
 		if (mmio)
 			mmio_detpoint(v, site->pc);
-		if (sentinel) {
-			for (i = 0; i < np; i++)
-				sentinel_take(c, site->pc, p[i].phys, p[i].len, write, replay);
-		} else if (!replay && np) {
+		for (i = 0; sentinel && !replay && i < np; i++)
+			note_untrained(c, site->pc, p[i].phys, p[i].len, write);
+		if (!replay && np)
 			ret = take_all(c, p, np);
-		}
 		break;
 	case RV_SLOW_REPLAY:
 		v->stats[RV_BS_REPLAY_WAIT]++;

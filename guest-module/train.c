@@ -18,12 +18,13 @@
  * recording as the fw_cfg file opt/replayvm/trained; the module reads it by
  * fw_cfg DMA at load (before the switch: the bytes land in guest RAM as a
  * logged device write, so a replay reads the same list out of the log) and
- * refuses a list made for another kernel build.  Only listed pcs get the
- * full check and release (crewinstr.c); the others a sentinel check, whose
- * misses take ownership silently and, in a recording, report a byte owned
- * by another vCPU as an untrained access: one line per (vCPU, pc) at the
- * 1st, 2nd, 4th, 8th ... occurrence, written to the debug console port
- * (0xe9, QEMU -debugcon), which changes nothing a replay compares.
+ * refuses a list made for another kernel build.  Listed pcs get the full
+ * check and the fenced release (crewinstr.c); the others the same check
+ * and transfer with an unfenced release, and a transfer from another vCPU
+ * there is an untrained access to shared memory: counted in the vCPU's
+ * area for the host (the End record of the recording) and, with
+ * untrained_report=1, one line per (vCPU, pc) at the 1st, 2nd, 4th, 8th ...
+ * occurrence on the debug console port (0xe9, QEMU -debugcon).
  */
 #include <linux/kernel.h>
 #include <linux/module.h>
@@ -52,6 +53,9 @@ unsigned long rv_untrained_sites;
 
 static bool trained;
 module_param(trained, bool, 0444);
+bool rv_untrained_fence;
+module_param_named(untrained_fence, rv_untrained_fence, bool, 0444);
+MODULE_PARM_DESC(untrained_fence, "trained=1: untrained sites release with the fence too (crew.h hole 1 closed there; the list then saves nothing)");
 /*
  * Report untrained accesses on the debug console (port 0xe9) as they
  * happen.  Off by default: QEMU parks a vCPU that writes a port at its
@@ -63,7 +67,7 @@ module_param(trained, bool, 0444);
 static bool untrained_report;
 module_param(untrained_report, bool, 0444);
 MODULE_PARM_DESC(untrained_report, "trained=1: write each untrained access to a shared byte (1st, 2nd, 4th ... per vCPU and pc) to the debug console port 0xe9 (QEMU -debugcon); such a recording may not replay");
-MODULE_PARM_DESC(trained, "crew=byte: instrument only the pcs of the trained list (QEMU -fw_cfg name=opt/replayvm/trained,file=LIST); the others get a sentinel check that reports untrained accesses to shared bytes");
+MODULE_PARM_DESC(trained, "crew=byte: the fenced release only at the pcs of the trained list (QEMU -fw_cfg name=opt/replayvm/trained,file=LIST); the others count their accesses to shared bytes");
 
 #define LIST_MAGIC	"# replayvm trained-pcs 1"
 #define FWCFG_NAME	"opt/replayvm/trained"

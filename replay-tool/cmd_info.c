@@ -233,8 +233,8 @@ int cmd_info(int argc, char **argv)
 	}
 	if (untrained) {
 		printf("untrained accesses: %" PRIu64 " by instructions not in "
-		       "the trained list to bytes another vCPU owned (not "
-		       "ordered by this log; a replay may diverge); pcs:", untrained);
+		       "the trained list to bytes another vCPU owned (logged; "
+		       "their sites release without a fence); pcs:", untrained);
 		for (size_t i = 0; i < n_upcs && i < 8; i++)
 			printf(" 0x%" PRIx64, upcs[i]);
 		printf("%s\n", n_upcs > 8 ? " ..." : "");

@@ -153,7 +153,7 @@ static int watch_qemu(FILE *errf, struct progress *pg, int show_progress)
 
 /*
  * End.untrained_shared of a recording made with a trained list: accesses
- * the log does not order (qemu-patches 0021).  0 when there is no End.
+ * by instructions the list missed (qemu-patches 0021).  0 when no End.
  */
 static uint64_t untrained_of(rr_reader *r, int64_t total, uint64_t *first_pc)
 {
@@ -251,12 +251,6 @@ int cmd_replay(int argc, char **argv)
 		return 2;
 	}
 	untrained = untrained_of(r, total, &untrained_pc);
-	if (untrained)
-		fprintf(stderr, "replay-vm: note: the recording logged %" PRIu64
-			" access(es) by untrained instructions to shared bytes "
-			"(first at pc 0x%" PRIx64 "), which its log does not "
-			"order; this replay may diverge\n", untrained,
-			untrained_pc);
 	if (until != UINT64_MAX && until >= (uint64_t)total) {
 		fprintf(stderr, "replay-vm: --until %" PRIu64 ": %s has only "
 			"%" PRId64 " events (0 to %" PRId64 ")\n", until, log,
@@ -351,11 +345,12 @@ int cmd_replay(int argc, char **argv)
 		fprintf(stderr, "replay-vm: the replay DIVERGED from the "
 			"recording (report above)\n");
 		if (untrained)
-			fprintf(stderr, "replay-vm: likely cause: the %" PRIu64
-				" untrained access(es) to shared bytes the "
-				"recording logged; train with this workload "
-				"(vm-images/train run) and record again\n",
-				untrained);
+			fprintf(stderr, "replay-vm: note: the recording had %"
+				PRIu64 " access(es) by untrained instructions "
+				"to shared bytes (first at pc 0x%" PRIx64 "), "
+				"whose sites release without a fence: retrain "
+				"(vm-images/train run) so the list covers them\n",
+				untrained, untrained_pc);
 		return EXIT_DIVERGED;
 	case 2:
 		return 2;

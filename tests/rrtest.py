@@ -71,7 +71,11 @@ def crew_stats(log):
     return json.loads(out)
 
 
+def info(log):
+    """`replay-vm info` of a log, as text."""
+    return subprocess.run([REPLAY_VM, "info", str(log)], check=True, stdout=subprocess.PIPE).stdout.decode()
+
+
 def info_events(log):
     """Number of events in a log (replay-vm info)."""
-    out = subprocess.run([REPLAY_VM, "info", str(log)], check=True, stdout=subprocess.PIPE).stdout.decode()
-    return int(re.search(r"^events: (\d+)", out, re.M).group(1))
+    return int(re.search(r"^events: (\d+)", info(log), re.M).group(1))

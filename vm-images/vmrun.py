@@ -56,6 +56,11 @@ class Result:
     marks: list = dataclasses.field(default_factory=list)  # (seconds, line) of RVMARK lines
     mark_log_bytes: list = dataclasses.field(default_factory=list)  # recording's size at each mark
     untrained: dict = None  # trained list: untrained accesses to shared bytes (training.untrained_summary)
+    untrained_total: int = 0  # the same, counted by the module at the end (End.untrained_shared)
+
+
+# QEMU 0021's warning at the end of a recording made with a trained list
+UNTRAINED_END = re.compile(r"replay-vm: byte CREW: (\d+) access\(es\) by instructions not in the trained list[^\n]*")
 
 
 class MarkClock:
@@ -304,5 +309,6 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
             if untrained:
                 console += "vmrun: warning: %s (a replay may diverge; retrain with these workloads)\n" % \
                     training.untrained_line(untrained)
+        m = UNTRAINED_END.search(console)
         return Result(status, output, console, p.returncode, seconds, argv, clock.marks,
-                      clock.sizes, untrained)
+                      clock.sizes, untrained, int(m.group(1)) if m else 0)
