@@ -56,8 +56,9 @@ integration-test: qemu image tools symbols
 
 test: unit-test integration-test
 
-# make test plus the 4-vCPU record/replay runs of every workload
-# (tests/test_rr_smp.py; the default suite runs a 4-vCPU subset)
+# make test plus the record/replay runs of every workload at 2 and 4 vCPUs
+# (tests/test_rr_smp.py; the default suite runs a 2-vCPU subset and the
+# racy programs at 2 and 4) and the longer training tests
 .PHONY: test-full experiment
 test-full:
 	REPLAYVM_FULL=1 $(MAKE) test
