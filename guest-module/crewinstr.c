@@ -399,65 +399,31 @@ bool rv_crew_skip(struct insn *insn, const struct rv_memop *op)
 }
 
 /*
- * An untrained site of a recording with a trained list (train.c): the
- * same inline ownership check as a trained one, and a miss goes to the
- * same transfer (RV_SLOW_SENTINEL only has it counted when another vCPU
- * owned a byte: an untrained access to shared memory, reported at the
- * end of the recording), so the log orders it like any other.  What the
- * list saves is the fence: the release after it (crew_post) is a plain
- * store, which leaves crew.h's hole 1 (TSO store->load) open for the
- * check that follows it on this vCPU.  A replay instruments every site
- * alike (crew_mem): its seq counts the same accesses.
+ * What the translator calls before a memory instruction (byte mode).
+ *
+ * An untrained site of a recording with a trained list (train.c) emits
+ * the same check, and a miss goes to the same transfer: RV_SLOW_SENTINEL
+ * (@untrained) only has it counted when another vCPU owned a byte, an
+ * untrained access to shared memory reported at the end of the
+ * recording, so the log orders it like any other.  What the list saves
+ * is the fence: the release after it (crew_post) is a plain store, which
+ * leaves crew.h's hole 1 (TSO store->load) open for the check that
+ * follows it on this vCPU.  A replay instruments every site alike: its
+ * seq counts the same accesses.
  */
-static bool crew_sentinel(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
-{
-	struct rv_own_jumps j;
-	struct rv_site *site;
-	u8 *back, *mark = e->p;
-	bool flags;
-
-	site = new_site(op);
-	if (!site)
-		goto bad;
-	flags = (rv_bdebug & 4) || !rv_flags_dead(op->pc);
-	e_push3(e);
-	if (!op->string && !e_lea_rdx(e, insn, op))
-		goto bad;
-	e_save_flags(e, flags);
-	if (op->bitreg >= 0)
-		e_bitreg(e, op->bitreg, op->size);
-	e_own_check(e, op, true, &j);
-	back = e->p;
-	e_restore(e, flags);
-	if (!flags) {
-		e_u8(e, 0x48); e_u8(e, 0x39); e_u8(e, 0xe4);	/* cmp %rsp,%rsp */
-	}
-	if (!link_cold(j.other, site, RV_SLOW_OTHER | RV_SLOW_SENTINEL, 2, back) ||
-	    !link_cold(j.slow, site, j.slow_kind | RV_SLOW_SENTINEL, j.slow_reg, back) ||
-	    !link_cold(j.str, site, RV_SLOW_STRING | RV_SLOW_SENTINEL, 1, back))
-		goto bad;
-	rv_untrained_sites++;
-	return true;			/* a release (crew_post), unfenced */
-bad:
-	e->p = mark;
-	rv_cc.uninstrumented++;
-	return false;
-}
-
-/* what the translator calls before a memory instruction (byte mode) */
 static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	bool replay = rv_byte_replaying(), flags;
 	u8 *j_seq = NULL, *after_seq, *back, *mark = e->p;
 	struct rv_own_jumps j;
 	struct rv_site *site;
+	int untrained;
 
 	if (rv_crew_skip(insn, op))
 		return false;
 	if (rv_bdebug & 1)
 		return false;
-	if (rv_trained && !replay && !rv_trained_has(op->pc))
-		return crew_sentinel(e, insn, op);
+	untrained = rv_trained && !replay && !rv_trained_has(op->pc) ? RV_SLOW_SENTINEL : 0;
 	site = new_site(op);
 	if (!site)
 		goto bad;
@@ -489,12 +455,15 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 		 */
 		e_u8(e, 0x48); e_u8(e, 0x39); e_u8(e, 0xe4);
 	}
-	if (!link_cold(j.other, site, RV_SLOW_OTHER, 2, back) ||
-	    !link_cold(j.slow, site, j.slow_kind, j.slow_reg, back) ||
+	if (!link_cold(j.other, site, RV_SLOW_OTHER | untrained, 2, back) ||
+	    !link_cold(j.slow, site, j.slow_kind | untrained, j.slow_reg, back) ||
 	    !link_cold(j_seq, site, RV_SLOW_REPLAY, 1, after_seq) ||
-	    !link_cold(j.str, site, RV_SLOW_STRING, 1, back))
+	    !link_cold(j.str, site, RV_SLOW_STRING | untrained, 1, back))
 		goto bad;
-	rv_cc.instrumented++;
+	if (untrained)
+		rv_untrained_sites++;
+	else
+		rv_cc.instrumented++;
 	return true;
 bad:
 	e->p = mark;

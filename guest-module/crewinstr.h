@@ -72,7 +72,7 @@ bool rv_crew_skip(struct insn *insn, const struct rv_memop *op);
 extern bool rv_train;			/* crew=train */
 extern bool rv_trained;			/* crew=byte with a trained list */
 extern bool rv_untrained_fence;		/* ... whose untrained sites fence too */
-extern unsigned long rv_untrained_sites;	/* sentinel sites emitted */
+extern unsigned long rv_untrained_sites;	/* untrained sites emitted (record) */
 const struct rv_instrumentation *rv_train_instrumentation(void);
 int rv_train_init(void);
 void rv_train_exit(bool in_use);

@@ -654,8 +654,8 @@ static void dbgcon(const char *s)
 
 /*
  * The count and the first distinct pcs, in this vCPU's area the host reads
- * at the end of a recording (rvg_abi.h): it says how many accesses the log
- * does not order, without a port write (which would park the vCPU at a
+ * at the end of a recording (rvg_abi.h): it says how many accesses the
+ * list missed, without a port write (which would park the vCPU at a
  * position a replay cannot stop at).  Module memory: not in the RAM hash.
  */
 static void note_for_host(struct rv_vcpu *v, unsigned long pc)
