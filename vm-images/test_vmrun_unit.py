@@ -59,3 +59,34 @@ def test_user_initrd_appends_an_aligned_cpio(tmp_path):
     assert data.startswith(b"0123456\0")
     listing = subprocess.run(["cpio", "-t", "--quiet"], input=data[8:], stdout=subprocess.PIPE).stdout
     assert b"opt/user/repro" in listing
+
+
+HMP_REGS = """info registers -a
+
+CPU#0
+RAX=0000000000000000 RBX=0000000000000000 RCX=0000000000000001 RDX=0000000000000000
+RSI=0000000000000083 RDI=0000000000000000 RBP=ffffffff82613e00 RSP=ffffffff82603e98
+RIP=ffffffff81a592eb RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 SMM=0 HLT=1
+
+CPU#3
+RAX=0000000000000000 RBX=0000000000000000 RCX=0000000000000001 RDX=0000000000000000
+RSI=0000000000000083 RDI=0000000000000000 RBP=ffffc90000013e00 RSP=ffffc90000013d00
+RIP=ffffffffc0401234 RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 SMM=0 HLT=0
+(qemu) """
+
+
+def test_hung_vcpus_are_named_from_the_monitors_registers(tmp_path):
+    (tmp_path / "kallsyms.txt").write_text(
+        "ffffffff81000000 T _stext\nffffffff81a592e0 T native_safe_halt\nffffffff81a59300 T x\n"
+        "ffffffff81200000 T alg_test\n")
+    cpus = vmrun.parse_registers(HMP_REGS)
+    assert [(c["index"], c["halted"], c["rsp"]) for c in cpus] == \
+        [(0, True, 0xffffffff82603e98), (3, False, 0xffffc90000013d00)]
+    cpus[1]["stack"] = [0x1234, 0xffffffff81200010, 0xffffffffc0400000]
+    text = vmrun.describe_vcpus(cpus, str(tmp_path))
+    assert "CPU#0 RIP=ffffffff81a592eb (native_safe_halt+0xb) halted" in text
+    assert "CPU#3 RIP=ffffffffc0401234 (module or code cache)\n    stack: alg_test+0x10\n" in text
+
+
+def test_hung_vcpus_without_a_monitor_says_so(tmp_path):
+    assert "no registers" in vmrun.hung_vcpus(str(tmp_path / "none"), str(tmp_path))

@@ -138,7 +138,8 @@ def user_initrd(base, binary, tmpdir):
 
 
 def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="uname -a",
-              initrd=None, module=False, net=True, disk=True, extra=(), append_extra="", cpu=None):
+              initrd=None, module=False, net=True, disk=True, extra=(), append_extra="", cpu=None,
+              monitor=None):
     for p in (qemu,):
         if not os.access(p, os.X_OK):
             raise SetupError("QEMU not built: %s missing (run 'make qemu')" % p)
@@ -154,7 +155,8 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
         append += " " + append_extra
     argv = [qemu, "-L", "/usr/share/qemu", "-L", "/usr/share/seabios",
             "-M", "pc", "-m", str(mem), "-smp", str(vcpus),
-            "-display", "none", "-monitor", "none", "-serial", "stdio", "-no-reboot",
+            "-display", "none", "-serial", "stdio", "-no-reboot",
+            "-monitor", "unix:%s,server=on,wait=off" % monitor if monitor else "none",
             "-kernel", os.path.join(image, "vmlinuz"),
             "-initrd", initrd or os.path.join(image, "initramfs.cpio.gz"),
             "-append", append]
@@ -193,6 +195,80 @@ def byte_crew_args(kw, mode="byte", params=()):
     kw["append_extra"] = " ".join(x for x in (kw.get("append_extra", ""), BYTE_SHADOW,
                                               modparams + ("," + extra if extra else ""))
                                   if x)
+
+
+def hung_vcpus(monitor, image=IMAGE, wait=5.0):
+    """Where each vCPU of a VM that ran out of time was: stops it through the
+    HMP socket, asks for its registers and the top of each running kernel
+    stack, so that a hang in CI names a place (kernel text is symbolized;
+    anything else in the kernel half is a module or the guest module's code
+    cache)."""
+    import socket
+
+    def ask(s, cmd, until):
+        s.sendall(cmd.encode() + b"\n")
+        out, end = b"", time.monotonic() + wait
+        while time.monotonic() < end and until not in out[len(cmd):]:
+            try:
+                data = s.recv(65536)
+            except socket.timeout:
+                continue
+            if not data:
+                break
+            out += data
+        return out.decode(errors="replace")
+
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(1.0)
+        s.connect(monitor)
+        ask(s, "stop", b"(qemu)")
+        regs = ask(s, "info registers -a", b"(qemu)")
+        cpus = parse_registers(regs)
+        for c in cpus:
+            if c["cpl"] == 0 and not c["halted"]:
+                ask(s, "cpu %d" % c["index"], b"(qemu)")
+                c["stack"] = [int(w, 16) for w in re.findall(
+                    r"0x([0-9a-f]{16})", ask(s, "x/32gx 0x%x" % c["rsp"], b"(qemu)").split(":", 1)[-1])]
+        s.close()
+    except OSError as e:
+        return "  (no registers: monitor %s: %s)\n" % (monitor, e)
+    return describe_vcpus(cpus, image)
+
+
+def parse_registers(text):
+    """vCPUs from HMP 'info registers -a' output."""
+    cpus = []
+    for block in re.split(r"^\s*CPU#", text, flags=re.M)[1:]:
+        m = re.search(r"RIP=([0-9a-f]+) .*CPL=(\d)(?:.* HLT=(\d))?", block)
+        r = re.search(r"RSP=([0-9a-f]+)", block)
+        if m and r:
+            cpus.append({"index": int(re.match(r"\d+", block).group(0)), "rip": int(m.group(1), 16),
+                         "cpl": int(m.group(2)), "halted": m.group(3) == "1",
+                         "rsp": int(r.group(1), 16), "stack": []})
+    return cpus
+
+
+def describe_vcpus(cpus, image=IMAGE):
+    """One line per vCPU, then the kernel-text words on its stack (a rough
+    backtrace, newest first)."""
+    import training
+    sym = training.Symbols(image)
+
+    def where(a):
+        if sym.addrs and sym.addrs[0] <= a < 0xffffffffa0000000:
+            return sym(a)
+        return "module or code cache" if a >= 0xffffffffa0000000 else None
+
+    lines = []
+    for c in cpus:
+        place = "user" if c["cpl"] == 3 else where(c["rip"]) or "?"
+        lines.append("  CPU#%d RIP=%x (%s)%s" % (c["index"], c["rip"], place,
+                                                 " halted" if c["halted"] else ""))
+        text = [where(w) for w in c["stack"] if where(w) and where(w) != "module or code cache"]
+        if text:
+            lines.append("    stack: " + " < ".join(text[:12]))
+    return "".join(l + "\n" for l in lines) or "  (no registers in the monitor's answer)\n"
 
 
 def parse_console(console):
@@ -260,7 +336,9 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         initrd = kw.pop("initrd", None)
         if binary:
             initrd = user_initrd(os.path.join(kw.get("image", IMAGE), "initramfs.cpio.gz"), binary, tmp)
-        argv = qemu_argv(vcpus=vcpus, accel=accel, command=command, initrd=initrd, **kw)
+        monitor = os.path.join(tmp, "hmp")
+        argv = qemu_argv(vcpus=vcpus, accel=accel, command=command, initrd=initrd,
+                         monitor=monitor, **kw)
         t0 = time.monotonic()
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, start_new_session=True, env=env)
@@ -282,6 +360,7 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
                 break
             if time.monotonic() - t0 > timeout:
                 timed_out = True
+                hung = hung_vcpus(monitor, kw.get("image", IMAGE))
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 break
@@ -294,6 +373,7 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         status, output = parse_console(console)
         if timed_out:
             status = EXIT_TIMEOUT
+            console += "vmrun: timed out after %d s; where the vCPUs were:\n%s" % (timeout, hung)
         elif status is None:
             status = EXIT_NO_RESULT
         if crew in ("byte", "train") and "replayvm.ko failed to load" in console:
