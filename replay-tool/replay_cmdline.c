@@ -25,6 +25,7 @@ enum action {
 	OBJECT,		/* secrets read from the manager's per-domain files go */
 	FWCFG,		/* the trained list: the guest's reads of it are in the log */
 	DEBUGCON,	/* the recording's report file is not overwritten: null */
+	MONITOR,	/* a socket monitor (the test runner's) goes: none */
 };
 
 static const struct rule {
@@ -48,6 +49,7 @@ static const struct rule {
 	{ "-runas",		1, DROP },
 	{ "-fw_cfg",		1, FWCFG },
 	{ "-debugcon",		1, DEBUGCON },
+	{ "-monitor",		1, MONITOR },
 };
 
 static const struct rule *rule_of(const char *a)
@@ -246,6 +248,11 @@ char **replay_argv(const Rr__Header *h, const char *log, const char *qemu,
 			break;
 		case DEBUGCON:
 			nv = strdup("null");
+			break;
+		case MONITOR:
+			/* its socket's directory went with the recording's runner */
+			nv = strdup(strncmp(v, "stdio", 5) && strncmp(v, "mon:stdio", 9) ?
+				    "none" : v);
 			break;
 		}
 		if (nv == SINK)

@@ -75,6 +75,23 @@ static void test_runner(void)
 	}
 }
 
+/* the runner's HMP socket (for its timeout dump) is gone by replay time */
+static void test_monitor_socket(void)
+{
+	static const char *cmd[] = {
+		"qemu", "-serial", "stdio",
+		"-monitor", "unix:/tmp/rv-run-x/hmp,server=on,wait=off",
+		"-rr", "record,log=/tmp/x.rr",
+	};
+	static const char *cmd2[] = {
+		"qemu", "-monitor", "stdio", "-rr", "record,log=/tmp/x.rr",
+	};
+	char why[256], **a = make(cmd, N(cmd), "", why), **b = make(cmd2, N(cmd2), "", why);
+
+	CHECK(a && find(a, "-monitor", "none") == 3 && count(a) == N(cmd));
+	CHECK(b && find(b, "-monitor", "stdio") == 1);
+}
+
 /* what libvirt 9.0 runs for vm-images/libvirt/record-domain.xml.in */
 static void test_libvirt(void)
 {
@@ -161,6 +178,7 @@ static void test_no_rr(void)
 int main(void)
 {
 	test_runner();
+	test_monitor_socket();
 	test_libvirt();
 	test_stdio_taken();
 	test_no_rr();
