@@ -53,9 +53,9 @@ unsigned long rv_untrained_sites;
 
 static bool trained;
 module_param(trained, bool, 0444);
-bool rv_untrained_fence;
+bool rv_untrained_fence = true;
 module_param_named(untrained_fence, rv_untrained_fence, bool, 0444);
-MODULE_PARM_DESC(untrained_fence, "trained=1: untrained sites release with the fence too (crew.h hole 1 closed there; the list then saves nothing)");
+MODULE_PARM_DESC(untrained_fence, "trained=1: untrained sites release with the fence too (default; 0: a plain release, which reopens crew.h hole 1 after each untrained access: the crew litmus tests catch it)");
 /*
  * Report untrained accesses on the debug console (port 0xe9) as they
  * happen.  Off by default: QEMU parks a vCPU that writes a port at its
@@ -67,7 +67,7 @@ MODULE_PARM_DESC(untrained_fence, "trained=1: untrained sites release with the f
 static bool untrained_report;
 module_param(untrained_report, bool, 0444);
 MODULE_PARM_DESC(untrained_report, "trained=1: write each untrained access to a shared byte (1st, 2nd, 4th ... per vCPU and pc) to the debug console port 0xe9 (QEMU -debugcon); such a recording may not replay");
-MODULE_PARM_DESC(trained, "crew=byte: the fenced release only at the pcs of the trained list (QEMU -fw_cfg name=opt/replayvm/trained,file=LIST); the others count their accesses to shared bytes");
+MODULE_PARM_DESC(trained, "crew=byte: a trained list (QEMU -fw_cfg name=opt/replayvm/trained,file=LIST); accesses to shared bytes by sites not in it are counted");
 
 #define LIST_MAGIC	"# replayvm trained-pcs 1"
 #define FWCFG_NAME	"opt/replayvm/trained"
