@@ -254,18 +254,19 @@ def describe_vcpus(cpus, image=IMAGE):
     backtrace, newest first)."""
     import training
     sym = training.Symbols(image)
+    modules = 0xffffffffa0000000        # x86-64 module space: modules, the code cache
 
-    def where(a):
-        if sym.addrs and sym.addrs[0] <= a < 0xffffffffa0000000:
-            return sym(a)
-        return "module or code cache" if a >= 0xffffffffa0000000 else None
+    def in_text(a):
+        return bool(sym.addrs) and sym.addrs[0] <= a < modules
 
     lines = []
     for c in cpus:
-        place = "user" if c["cpl"] == 3 else where(c["rip"]) or "?"
-        lines.append("  CPU#%d RIP=%x (%s)%s" % (c["index"], c["rip"], place,
+        rip = c["rip"]
+        place = "user" if c["cpl"] == 3 else sym(rip) if in_text(rip) else \
+            "module or code cache" if rip >= modules else "?"
+        lines.append("  CPU#%d RIP=%x (%s)%s" % (c["index"], rip, place,
                                                  " halted" if c["halted"] else ""))
-        text = [where(w) for w in c["stack"] if where(w) and where(w) != "module or code cache"]
+        text = [sym(w) for w in c["stack"] if in_text(w)]
         if text:
             lines.append("    stack: " + " < ".join(text[:12]))
     return "".join(l + "\n" for l in lines) or "  (no registers in the monitor's answer)\n"
