@@ -405,11 +405,11 @@ bool rv_crew_skip(struct insn *insn, const struct rv_memop *op)
  * the same check, and a miss goes to the same transfer: RV_SLOW_SENTINEL
  * (@untrained) only has it counted when another vCPU owned a byte, an
  * untrained access to shared memory reported at the end of the
- * recording, so the log orders it like any other.  What the list saves
- * is the fence: the release after it (crew_post) is a plain store, which
- * leaves crew.h's hole 1 (TSO store->load) open for the check that
- * follows it on this vCPU.  A replay instruments every site alike: its
- * seq counts the same accesses.
+ * recording, so the log orders it like any other.  Its release
+ * (crew_post) is fenced too unless untrained_fence=0, whose plain store
+ * reopens crew.h's hole 1 (TSO store->load) for the check that follows it
+ * on this vCPU.  A replay instruments every site alike: its seq counts
+ * the same accesses.
  */
 static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
@@ -472,7 +472,7 @@ bad:
 }
 
 /* after an instrumented instruction: release (seq++), fenced in record
- * (but at an untrained site) */
+ * (but at an untrained site with untrained_fence=0) */
 static void crew_post(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	u32 seq = RV_GS(crew) + offsetof(struct crew_cpu, seq);
