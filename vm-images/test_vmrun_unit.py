@@ -3,6 +3,7 @@ import base64
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -90,3 +91,40 @@ def test_hung_vcpus_are_named_from_the_monitors_registers(tmp_path):
 
 def test_hung_vcpus_without_a_monitor_says_so(tmp_path):
     assert "no registers" in vmrun.hung_vcpus(str(tmp_path / "none"), str(tmp_path))
+
+
+GDB_BT = """\
+Thread 2 (Thread 0x7f0d1bfff6c0 (LWP 18445) "qemu-system-x86"):
+#0  __futex_abstimed_wait_common64 (private=0, cancel=true, abstime=0x0, op=393, expected=0, futex_word=0x55d0) at ./nptl/futex-internal.c:57
+#1  0x00007f0d2a0a1e0b in ___pthread_cond_wait (cond=0x55d0, mutex=0x55d8) at ./nptl/pthread_cond_wait.c:618
+#2  0x000055d0c5e1a2cb in qemu_cond_wait_impl (cond=0x55d0, mutex=0x55d8, file=0x55 "x", line=427) at ../util/qemu-thread-posix.c:220
+#3  0x000055d0c59b7d33 in qemu_wait_io_event (cpu=0x55d1) at ../softmmu/cpus.c:427
+#4  0x000055d0c5c3f4d1 in mttcg_cpu_thread_fn (arg=0x55d1) at ../accel/tcg/tcg-accel-ops-mttcg.c:123
+#5  0x00007f0d2a0a2134 in start_thread (arg=<optimized out>) at ./nptl/pthread_create.c:442
+
+Thread 1 (Thread 0x7f0d29f1c000 (LWP 18440) "qemu-system-x86"):
+#0  0x00007f0d2a117b7f in __ppoll (fds=0x55, nfds=7, timeout=<optimized out>) at ../sysdeps/unix/sysv/linux/ppoll.c:42
+#1  qemu_poll_ns (fds=<optimized out>, nfds=<optimized out>, timeout=<optimized out>) at ../util/qemu-timer.c:351
+#2  0x000055d0c5e2c3a4 in main_loop_wait (nonblocking=<optimized out>) at ../util/main-loop.c:606
+"""
+
+
+def test_qemu_backtraces_compact_to_a_line_per_thread():
+    text = vmrun.compact_backtraces(GDB_BT)
+    assert text.splitlines() == [
+        "  LWP 18445: qemu_cond_wait_impl (util/qemu-thread-posix.c:220) < qemu_wait_io_event"
+        " < mttcg_cpu_thread_fn",
+        "  LWP 18440: qemu_poll_ns (util/qemu-timer.c:351) < main_loop_wait",
+    ]
+
+
+def test_qemu_threads_of_a_live_process_name_its_threads():
+    # a plain host process stands in for a hung QEMU: every thread is listed
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.3)
+        text = vmrun.qemu_threads(p.pid)
+    finally:
+        p.kill()
+        p.wait()
+    assert "LWP %d" % p.pid in text or text.startswith("  %d " % p.pid), text

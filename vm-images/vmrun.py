@@ -236,6 +236,50 @@ def hung_vcpus(monitor, image=IMAGE, wait=5.0):
     return describe_vcpus(cpus, image)
 
 
+def qemu_threads(pid, timeout=90):
+    """Where QEMU's own threads wait, for a hang its monitor cannot answer
+    (the main loop is blocked, e.g. on the BQL): a short gdb backtrace of
+    each thread, else each thread's name and kernel wait channel."""
+    gdb = shutil.which("gdb")
+    if gdb:
+        try:
+            out = subprocess.run([gdb, "-p", str(pid), "-batch", "-nx",
+                                  "-ex", "set pagination off", "-ex", "thread apply all bt 14"],
+                                 stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                 timeout=timeout).stdout
+            text = compact_backtraces(out)
+            if text:
+                return text
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    lines = []
+    for t in sorted(os.listdir("/proc/%d/task" % pid), key=int):
+        try:
+            base = "/proc/%d/task/%s/" % (pid, t)
+            lines.append("  %s %s: %s\n" % (t, open(base + "comm").read().strip(),
+                                           open(base + "wchan").read().strip() or "running"))
+        except OSError:
+            pass
+    return "".join(lines)
+
+
+def compact_backtraces(gdb_out):
+    """gdb's 'thread apply all bt', one line per thread (innermost first):
+    C library frames dropped, so that the console's tail shows every thread."""
+    threads = []
+    for line in gdb_out.splitlines():
+        t = re.match(r"Thread \d+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\)", line)
+        if t:
+            threads.append([t.group(1)])
+            continue
+        f = re.match(r"#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(.*?\)(?: at (\S+))?", line)
+        if f and threads and f.group(2) and not f.group(2).startswith(("./", "../sysdeps", "/usr")):
+            where = f.group(2).replace("../", "")
+            threads[-1].append(f.group(1) if len(threads[-1]) > 1 else
+                               "%s (%s)" % (f.group(1), where))
+    return "".join("  LWP %s: %s\n" % (t[0], " < ".join(t[1:])) for t in threads)
+
+
 def parse_registers(text):
     """vCPUs from HMP 'info registers -a' output."""
     cpus = []
@@ -362,6 +406,8 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
             if time.monotonic() - t0 > timeout:
                 timed_out = True
                 hung = hung_vcpus(monitor, kw.get("image", IMAGE))
+                if hung.startswith("  (no registers"):
+                    hung += "QEMU's threads:\n" + qemu_threads(p.pid)
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 break
