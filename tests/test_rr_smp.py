@@ -7,6 +7,7 @@ dependent) result and matches every checkpoint (registers of all vCPUs and
 guest RAM).  Every workload is recorded once and replayed three times at 2
 and 4 vCPUs (most of the matrix only with REPLAYVM_FULL=1)."""
 import os
+import re
 
 import pytest
 import rrtest
@@ -75,6 +76,25 @@ def test_workload_record_once_replay_three_times(tmp_path, request, vcpus, name)
         assert rp.checkpoints >= 1
         seen.add((rp.events, rp.checkpoints))
     assert len(seen) == 1, seen
+
+
+def test_instructions_run_again_after_a_hold_replay_identically(tmp_path):
+    """A vCPU whose TLB fill must take a page waits for the world lock parked
+    at the start of its instruction; if others hold it there, the recording
+    runs the instruction again (QEMU 0022: replay holds vCPUs between
+    instructions, so an add to memory must not store what it loaded before
+    the hold).  `racy_counter -m` (every increment one unlocked `addq`) at 4
+    vCPUs makes thousands of such restarts: the recording must report them
+    and the replay must compute the recorded count."""
+    log = tmp_path / "run.rr"
+    rec = rrtest.record(log, vcpus=4, cmd="/opt/rv/bin/racy_counter -t 4 -n 60k -a 0 -m | tail -1",
+                        timeout=600)
+    want = rrtest.results(rec.output)
+    assert len(want) == 1, rec.output
+    again = re.search(r"page CREW: \d+ transfers, (\d+) instruction", rec.console)
+    assert again and int(again.group(1)) > 0, rec.console[-2000:]
+    rp = rrtest.replay(log, timeout=900)
+    assert rrtest.results(rp.output) == want, (want, rp.output[-1000:], rp.stderr[-2000:])
 
 
 def test_unrecorded_race_varies_but_replay_repeats_the_recording(tmp_path):

@@ -1,7 +1,9 @@
 /* racy_counter: user-level data races.  -t threads increment a shared
  * unsynchronized counter (volatile read-modify-write, no atomics) and
  * append into a shared array through an unsynchronized index.  The
- * final values depend on the interleaving: lost updates are the point. */
+ * final values depend on the interleaving: lost updates are the point.
+ * -m increments with one instruction that reads and writes memory (an add
+ * without lock): its load and store can be split by another CPU's store. */
 #include "common.h"
 
 #include <errno.h>
@@ -14,6 +16,7 @@ static volatile long counter;
 static volatile long append_idx;
 static volatile uint64_t *array;
 static long iters, appends, cap;
+static int one_insn;
 static pthread_barrier_t start;
 
 static void append(long tid, long seq)
@@ -32,7 +35,10 @@ static void *racer(void *arg)
 	pthread_barrier_wait(&start);
 	/* appends are spread over the increment loop so threads overlap */
 	for (i = 0; i < iters; i++) {
-		counter++;	/* load, add, store: not atomic */
+		if (one_insn)
+			__asm__ volatile("addq $1, %0" : "+m"(counter));
+		else
+			counter++;	/* load, add, store: not atomic */
 		if (stride && i % stride == 0 && done < appends)
 			append(tid, done++);
 	}
@@ -53,12 +59,13 @@ int main(int argc, char **argv)
 	iters = 200000000;
 	appends = 100000;
 	wl_init("racy_counter", "[-t THREADS (4)] [-n INCREMENTS_PER_THREAD (200M)] "
-		"[-a APPENDS_PER_THREAD (100000)]");
-	while ((opt = getopt(argc, argv, "t:n:a:")) != -1) {
+		"[-a APPENDS_PER_THREAD (100000)] [-m]");
+	while ((opt = getopt(argc, argv, "t:n:a:m")) != -1) {
 		switch (opt) {
 		case 't': nthreads = arg_long(optarg, opt, 1, 4096); break;
 		case 'n': iters = arg_long(optarg, opt, 0, LONG_MAX / 4096); break;
 		case 'a': appends = arg_long(optarg, opt, 0, 1L << 24); break;
+		case 'm': one_insn = 1; break;
 		default: wl_usage();
 		}
 	}
