@@ -23,7 +23,7 @@ class Replay:
 
 def record(log, vcpus=1, timeout=400, **kw):
     r = vmrun.run(vcpus=vcpus, accel="tcg", record=str(log), timeout=timeout, **kw)
-    assert r.status == 0, "recording failed (%d):\n%s" % (r.status, r.console[-3000:])
+    assert r.status == 0, "recording failed (%d):\n%s" % (r.status, r.console[-6000:])
     return r
 
 

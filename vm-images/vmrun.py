@@ -237,9 +237,10 @@ def hung_vcpus(monitor, image=IMAGE, wait=5.0):
 
 
 def qemu_threads(pid, timeout=90):
-    """Where QEMU's own threads wait, for a hang its monitor cannot answer
-    (the main loop is blocked, e.g. on the BQL): a short gdb backtrace of
-    each thread, else each thread's name and kernel wait channel."""
+    """Where QEMU's own threads are, for a VM that ran out of time (taken
+    before the monitor stops it): a hang in QEMU (a blocked main loop
+    answers no monitor) or a vCPU thread that stays in one place.  A short
+    gdb backtrace of each thread, else each thread's name and wait channel."""
     gdb = shutil.which("gdb")
     if gdb:
         try:
@@ -405,9 +406,9 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
                 break
             if time.monotonic() - t0 > timeout:
                 timed_out = True
-                hung = hung_vcpus(monitor, kw.get("image", IMAGE))
-                if hung.startswith("  (no registers"):
-                    hung += "QEMU's threads:\n" + qemu_threads(p.pid)
+                # QEMU's threads first: the monitor's stop moves them
+                threads = qemu_threads(p.pid)
+                hung = hung_vcpus(monitor, kw.get("image", IMAGE)) + "QEMU's threads:\n" + threads
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait()
                 break
