@@ -78,9 +78,10 @@ def test_workload_record_once_replay_three_times(tmp_path, request, vcpus, name)
     assert len(seen) == 1, seen
 
 
-# Open (issue 7): 1 of 12 recordings at 4 vCPUs lost ~19,000 updates that
-# its log does not explain, and the replay diverged where the count is
-# printed; the cause is not found (README, "Byte-granular CREW").  Until it
+# Open (issue 7): 2 of 17 recordings at 4 vCPUs did not replay; one lost
+# ~19,000 updates that its log does not explain, and the replay diverged
+# where the count is printed; the cause is not found and predates QEMU 0022
+# (README, "Byte-granular CREW").  Until it
 # is, this runs with REPLAYVM_FULL=1 (`make test-full`), not in `make test`.
 @full_only
 def test_instructions_run_again_after_a_hold_replay_identically(tmp_path):

@@ -254,7 +254,11 @@ def qemu_threads(pid, timeout=90):
         except (OSError, subprocess.TimeoutExpired):
             pass
     lines = []
-    for t in sorted(os.listdir("/proc/%d/task" % pid), key=int):
+    try:
+        tasks = sorted(os.listdir("/proc/%d/task" % pid), key=int)
+    except OSError as e:
+        return "  (no threads: %s)\n" % e
+    for t in tasks:
         try:
             base = "/proc/%d/task/%s/" % (pid, t)
             lines.append("  %s %s: %s\n" % (t, open(base + "comm").read().strip(),
