@@ -79,8 +79,8 @@ def test_workload_record_once_replay_three_times(tmp_path, request, vcpus, name)
 
 
 # Open (issue 7): 2 of 17 recordings at 4 vCPUs did not replay (one lost
-# ~19,000 updates its log does not explain); with QEMU 0023/0024
-# (qemu-patches/pending/, not applied) 17 of 18 replayed and one diverged
+# ~19,000 updates its log does not explain); with QEMU 0023/0024 (now in
+# the series, for page-CREW recordings) 17 of 18 replayed and one diverged
 # at the final RAM hash only.
 # Neither cause is found (README, "Byte-granular CREW").  Until they are,
 # this runs with REPLAYVM_FULL=1 (`make test-full`), not in `make test`.
