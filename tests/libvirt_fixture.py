@@ -103,14 +103,37 @@ class Libvirtd:
     def state(self, name):
         return self.virsh("domstate", name).stdout.strip()
 
-    def wait_state(self, name, state, timeout):
+    def wait_state(self, name, state, timeout, console=None):
+        """console: the domain's console file, whose tail the error shows
+        (where a guest that never got there stopped)."""
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
             if self.state(name) == state:
                 return time.monotonic() - t0
             time.sleep(0.25)
-        raise AssertionError("domain %s not '%s' after %d s (it is '%s')" % (
-            name, state, timeout, self.state(name)))
+        tail = ""
+        if console:
+            try:
+                with open(console, errors="replace") as f:
+                    tail = "\n--- console tail:\n" + f.read()[-3000:]
+            except OSError as e:
+                tail = "\n--- no console: %s" % e
+        raise AssertionError("domain %s not '%s' after %d s (it is '%s')%s\n--- qemu log tail:\n%s%s" % (
+            name, state, timeout, self.state(name), tail, self.qemu_log(name)[-2000:],
+            self.qemu_threads(name)))
+
+    def qemu_threads(self, name):
+        """Where the domain's QEMU threads are (gdb backtraces): what a hung
+        recording waits on."""
+        try:
+            pid = self.qemu_pid(name)
+            p = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 15"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=60)
+            bt = "\n".join(l for l in p.stdout.splitlines() if l.startswith(("Thread", "#")))
+            return "\n--- qemu threads:\n" + bt[-8000:]
+        except (OSError, ValueError, subprocess.SubprocessError) as e:
+            return "\n--- no qemu backtraces: %s" % e
 
     def qemu_pid(self, name):
         with open(os.path.join(self.root, "run", "qemu", name + ".pid")) as f:

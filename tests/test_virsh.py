@@ -112,7 +112,7 @@ def test_virsh_records_with_byte_crew(libvirtd, tmp_path):  # noqa: F811
     lv, name = libvirtd, "rv-byte"
     log, console = define_and_start(lv, tmp_path, name, "/opt/rv/bin/racy_kernel -p 2 -n 100",
                                     idle=False, crew="byte")
-    lv.wait_state(name, "shut off", 600)
+    lv.wait_state(name, "shut off", 600, console)
     text = open(console, errors="replace").read().replace("\r\n", "\n")
     want = rrtest.results(text)
     assert len(want) == 1, text[-3000:] + lv.qemu_log(name)[-2000:]
