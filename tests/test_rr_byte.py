@@ -30,16 +30,16 @@ def byte_transfers(log):
     return rrtest.crew_stats(log)["byte_transfers"]
 
 
-# Open (issue 7): at 2 vCPUs this failed 4 of 8 runs on 2026-11-26, with a
-# different symptom each time (a wait cycle the guest module reported while
+# At 2 vCPUs this failed 4 of 8 runs on 2026-11-26, with a different
+# symptom each time (a wait cycle the guest module reported while
 # recording, a RAM hash in module code, a kernel rdtsc logged 15 det points
 # away from where replay reached it, an APIC read where the log has a
-# rdtsc), among them 1 of 3 runs with byte-CREW recordings exactly as in
-# the QEMU every earlier check ran (0023/0024 apply to page CREW only); it
-# had passed in every clean-clone make test and CI run with the QEMU
-# before 0023/0024 (and failed in the one with them).  Until the
-# cause is found it runs with REPLAYVM_FULL=1 (`make test-full`), not in
-# `make test`, whose result would otherwise be a coin toss.
+# rdtsc), with and without QEMU 0023/0024.  The first was a livelock in
+# the module's take (guest-module/crewslow.c, take_all), fixed; after it
+# 6 of 6 runs passed.  Whether the other symptoms had the same cause is
+# not known.  It runs with REPLAYVM_FULL=1 (`make test-full`): at 165-210 s
+# it does not fit make test's 40 minutes, where byte CREW is recorded and
+# replayed by the virsh, record-command, dense-checkpoint and training tests.
 @pytest.mark.parametrize("vcpus", [pytest.param(2, marks=full_only),
                                    pytest.param(4, marks=full_only)])
 def test_kernel_race_replays_three_times(tmp_path, vcpus):
