@@ -2,10 +2,11 @@
 
 Racy programs (user-level lost updates, kernel-level sharing of one file,
 pipe and socket between processes) are recorded once at 2 and 4 vCPUs and
-replayed three times: every replay prints the recorded (interleaving-
-dependent) result and matches every checkpoint (registers of all vCPUs and
-guest RAM).  Every workload is recorded once and replayed three times at 2
-and 4 vCPUs (most of the matrix only with REPLAYVM_FULL=1)."""
+replayed (twice at 2 vCPUs, once at 4): every replay prints the recorded
+(interleaving-dependent) result and matches every checkpoint (registers of
+all vCPUs and guest RAM).
+Every workload is recorded once and replayed three times at 2 and 4 vCPUs
+(most of that matrix only with REPLAYVM_FULL=1)."""
 import os
 import re
 
@@ -22,7 +23,10 @@ def test_racy_programs_replay_their_recorded_interleaving(tmp_path, vcpus):
     rec = rrtest.record(log, vcpus=vcpus, cmd=RACY.format(n=vcpus), timeout=600)
     want = rrtest.results(rec.output)
     assert len(want) == 2, rec.output
-    for _ in range(3):
+    # not three times: a 4-vCPU replay takes 100-150 s here and make test
+    # must stay under 40 min; the full matrix (make test-full) replays
+    # racy_counter and racy_kernel three times at 2 and 4 vCPUs
+    for _ in range(2 if vcpus == 2 else 1):
         rp = rrtest.replay(log, timeout=900)
         assert rrtest.results(rp.output) == want
         assert rp.checkpoints >= 1
@@ -41,8 +45,11 @@ MATRIX = ["read", "readdir", "ipc", "socket", "forkwait", "http", "diskread", "t
 # byte-CREW tests joined the default suite; racy_kernel at 2 and 4 vCPUs
 # when the trained-list replay test did (a clean-clone make test took
 # 42:53, 2026-11-25): test_racy_programs_replay_their_recorded_interleaving
-# records racy_kernel at 2 and 4 vCPUs and replays it three times already)
-TWO_VCPU_DEFAULT = {"http", "netclient"}
+# records racy_kernel at 2 and 4 vCPUs and replays it already; http at 2
+# vCPUs (220-240 s) when the CI run of 2026-11-26 took 47 min without its
+# hang: netclient-2vcpu still replays network input at 2 vCPUs, and http is
+# replayed on 1 vCPU in test_rr_uniprocessor.py)
+TWO_VCPU_DEFAULT = {"netclient"}
 FOUR_VCPU_DEFAULT = set()
 FULL = os.environ.get("REPLAYVM_FULL") == "1"
 full_only = pytest.mark.skipif(not FULL, reason="not in the default subset: REPLAYVM_FULL=1 / make test-full")
@@ -106,12 +113,12 @@ def test_instructions_run_again_after_a_hold_replay_identically(tmp_path):
 
 def test_unrecorded_race_varies_but_replay_repeats_the_recording(tmp_path):
     """The racy counter's final value depends on thread interleaving: plain
-    runs disagree with each other, replays agree with the recording."""
+    runs disagree with each other, the replay prints the recorded one."""
     cmd = "/opt/rv/bin/racy_counter -t 2 -n 3M -a 20000 | tail -1"
     plain = {tuple(rrtest.results(rrtest.vmrun.run(vcpus=2, cmd=cmd, accel="tcg").output))
              for _ in range(3)}
     assert len(plain) > 1, "racy_counter gave the same result 3 times: %s" % plain
     log = tmp_path / "run.rr"
     want = rrtest.results(rrtest.record(log, vcpus=2, cmd=cmd, timeout=600).output)
-    for _ in range(2):
-        assert rrtest.results(rrtest.replay(log, timeout=900).output) == want
+    # one replay: replays agreeing with each other is what the tests above check
+    assert rrtest.results(rrtest.replay(log, timeout=900).output) == want
