@@ -156,9 +156,8 @@ bool rv_add_piece_range(struct piece *p, int *np, unsigned long a, unsigned long
  * anyway could livelock: a vCPU that writes those bytes again and again
  * ends our wait for it each time it blocks to take them back (a vCPU that
  * is not ACTIVE is not waited for), so the check found them gone, round
- * after round; a 2-vCPU racy_kernel
- * recording stopped that way on a folio refcount read in
- * __filemap_get_folio (1 in 10 recordings).
+ * after round; a 2-vCPU racy_kernel recording stopped that way on a
+ * folio refcount read in __filemap_get_folio (1 in 10 recordings).
  */
 static int take_all(struct crew_cpu *c, struct piece *p, int np)
 {
