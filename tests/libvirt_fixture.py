@@ -14,6 +14,7 @@ cgroups (none usable in a container) and its stdout/stderr written to a
 plain file (no virtlogd).
 """
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -113,16 +114,30 @@ class Libvirtd:
             if self.state(name) == state:
                 return time.monotonic() - t0
             time.sleep(0.25)
-        tail = ""
+        raise AssertionError("domain %s not '%s' after %d s (it is '%s')%s" % (
+            name, state, timeout, self.state(name), self.diagnose(name, console)))
+
+    def diagnose(self, name, console=None):
+        """What a domain that never got somewhere shows: its console tail,
+        libvirt's QEMU log, each vCPU's registers (if the monitor answers)
+        and each QEMU thread's backtrace."""
+        text = ""
         if console:
             try:
                 with open(console, errors="replace") as f:
-                    tail = "\n--- console tail:\n" + f.read()[-3000:]
+                    text = "\n--- console tail:\n" + f.read()[-3000:]
             except OSError as e:
-                tail = "\n--- no console: %s" % e
-        raise AssertionError("domain %s not '%s' after %d s (it is '%s')%s\n--- qemu log tail:\n%s%s" % (
-            name, state, timeout, self.state(name), tail, self.qemu_log(name)[-2000:],
-            self.qemu_threads(name)))
+                text = "\n--- no console: %s" % e
+        text += "\n--- qemu log tail:\n" + self.qemu_log(name)[-2000:]
+        try:
+            p = self.virsh("qemu-monitor-command", "--hmp", name, "info registers -a",
+                           check=False, timeout=30)
+            regs = re.findall(r"^(?:CPU#\d+|RIP=\S+ RFL=\S+ \S+ CPL=\d II=\d A20=\d SMM=\d HLT=\d)",
+                              p.stdout, re.M)
+            text += "\n--- vcpus:\n" + ("\n".join(regs) or p.stdout[-1500:] + p.stderr[-500:])
+        except subprocess.TimeoutExpired:
+            text += "\n--- vcpus: the monitor did not answer in 30 s"
+        return text + self.qemu_threads(name)
 
     def qemu_threads(self, name):
         """Where the domain's QEMU threads are: what a hung recording waits on."""

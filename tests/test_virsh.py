@@ -42,8 +42,8 @@ def wait_console(path, pattern, timeout, dom=None, lv=None):
         if dom and lv.state(dom) == "shut off":
             break
         time.sleep(0.5)
-    raise AssertionError("no %r on the console after %d s:\n%s\n%s" % (
-        pattern, time.monotonic() - t0, text[-3000:], lv.qemu_log(dom)[-3000:] if lv else ""))
+    raise AssertionError("no %r on the console after %d s:%s" % (
+        pattern, time.monotonic() - t0, lv.diagnose(dom, path) if lv else "\n" + text[-3000:]))
 
 
 def define_and_start(lv, tmp_path, name, cmd, idle, crew="page"):
