@@ -37,6 +37,14 @@ def replay(log, timeout=600, expect_ok=True):
     return rp
 
 
+def replay_many(log, n, timeout=600):
+    """n replays of one log at the same time (uniprocessor logs: each
+    replay keeps one host core busy); their Replay results in order."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(n) as pool:
+        return list(pool.map(lambda _: replay(log, timeout), range(n)))
+
+
 def results(text):
     return [m.group(0) for m in RESULT.finditer(text)]
 
