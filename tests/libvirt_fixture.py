@@ -14,7 +14,6 @@ cgroups (none usable in a container) and its stdout/stderr written to a
 plain file (no virtlogd).
 """
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -132,9 +131,9 @@ class Libvirtd:
         try:
             p = self.virsh("qemu-monitor-command", "--hmp", name, "info registers -a",
                            check=False, timeout=30)
-            regs = re.findall(r"^(?:CPU#\d+|RIP=\S+ RFL=\S+ \S+ CPL=\d II=\d A20=\d SMM=\d HLT=\d)",
-                              p.stdout, re.M)
-            text += "\n--- vcpus:\n" + ("\n".join(regs) or p.stdout[-1500:] + p.stderr[-500:])
+            cpus = vmrun.parse_registers(p.stdout)
+            text += "\n--- vcpus:\n" + (vmrun.describe_vcpus(cpus) if cpus
+                                         else p.stdout[-1500:] + p.stderr[-500:])
         except subprocess.TimeoutExpired:
             text += "\n--- vcpus: the monitor did not answer in 30 s"
         return text + self.qemu_threads(name)

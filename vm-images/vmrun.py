@@ -179,12 +179,13 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
 # guest-module/byte.c), the top keeps the firmware's ACPI tables.  The
 # module loads at boot with translation and byte CREW on.
 BYTE_MEM = 1024
+BYTE_SHADOW = "mem=480M"
 # vdso=0: after the switch user accesses are not ordered against the
 # kernel's, and the vDSO's clock_gettime reads the vvar page that another
 # vCPU's timekeeping writes: its seqlock retries (and the rdtsc values it
 # logs) would differ between record and replay.  Without a vDSO, libc's
 # clock calls are system calls, ordered like any other kernel access.
-BYTE_SHADOW = "mem=480M vdso=0"
+BYTE_NO_VDSO = "vdso=0"
 BYTE_MODPARAMS = "rv.modparams=dbt=1,crew=byte,shadow_base=0x20000000,shadow_size=0x1e000000"
 
 
@@ -197,7 +198,7 @@ def byte_crew_args(kw, mode="byte", params=()):
     modparams = BYTE_MODPARAMS.replace("crew=byte", "crew=" + mode)
     kw["mem"] = BYTE_MEM
     kw["module"] = True
-    kw["append_extra"] = " ".join(x for x in (kw.get("append_extra", ""), BYTE_SHADOW,
+    kw["append_extra"] = " ".join(x for x in (kw.get("append_extra", ""), BYTE_SHADOW, BYTE_NO_VDSO,
                                               modparams + ("," + extra if extra else ""))
                                   if x)
 
