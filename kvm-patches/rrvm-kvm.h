@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
 /*
  * replay-vm's private KVM ABI: deterministic RDTSC, RDTSCP and PAUSE exits
- * (kvm-patches/0001-*.patch).  Included by the patched KVM (build.sh copies
- * this file next to arch/x86/kvm/x86.c) and by userspace.
+ * (kvm-patches/0001-*.patch) and per-vCPU page rights for page-granular
+ * CREW (0002).  Included by the patched KVM (build.sh copies this file next
+ * to arch/x86/kvm/x86.c) and by userspace.
  *
  *   KVM_CHECK_EXTENSION(KVM_CAP_RRVM_EXITS): 0 on a stock KVM; on a patched
  *     one, the mask of KVM_RRVM_EXIT_* it supports.
@@ -20,6 +21,22 @@
  * they were before the instruction.
  * Faults that the CPU checks before the intercept (#GP for CR4.TSD at
  * CPL > 0, #UD) are delivered in the guest as usual and do not exit.
+ *
+ * Page CREW (concurrent read, exclusive write), KVM_CAP_RRVM_CREW:
+ *   KVM_CHECK_EXTENSION: 0 without it (or without the TDP MMU), else the
+ *     number of vCPUs it can serve (vcpu_id < that).
+ *   KVM_ENABLE_CAP on the VM fd, args[0] = number of gfns tracked (gfn 0 up
+ *     to it), args[1] = every gfn's first owner word: before the first vCPU
+ *     is created, once.
+ *   An owner word is a bitmap of vcpu_ids, plus KVM_RRVM_CREW_EXCL.  A vCPU
+ *   in the set may read and execute the page; write too if EXCL is set.
+ *   Any other guest access to a tracked gfn that has a memslot leaves
+ *   KVM_RUN with KVM_EXIT_RRVM, insn KVM_RRVM_CREW, gpa and access filled
+ *   in, the instruction not executed: the next KVM_RUN executes it again.
+ *   KVM_RRVM_CREW_SET (VM ioctl) replaces one gfn's owner word and drops
+ *   every vCPU's mapping of it.  Each vCPU has its own TDP root, always
+ *   maps 4K pages and never more than its rights.  Not covered: KVM's own
+ *   accesses to guest memory (the instruction emulator, e.g. for MMIO).
  */
 #ifndef RRVM_KVM_H
 #define RRVM_KVM_H
@@ -30,6 +47,7 @@
 /* Private numbers, far from upstream's (caps < 300, exit reasons < 64). */
 #define KVM_CAP_RRVM_EXITS	0x52520001
 #define KVM_EXIT_RRVM		0x52520001
+#define KVM_CAP_RRVM_CREW	0x52520002
 
 #define KVM_RRVM_EXIT_TSC	(1u << 0)	/* RDTSC and RDTSCP */
 #define KVM_RRVM_EXIT_PAUSE	(1u << 1)
@@ -39,13 +57,34 @@
 #define KVM_RRVM_RDTSC		1
 #define KVM_RRVM_RDTSCP		2
 #define KVM_RRVM_PAUSE		3
+#define KVM_RRVM_CREW		4	/* a page access CREW keeps out */
+
+/* kvm_rrvm_exit.access (KVM_RRVM_CREW) */
+#define KVM_RRVM_CREW_WRITE	(1u << 0)
+#define KVM_RRVM_CREW_FETCH	(1u << 1)
+
+#define KVM_RRVM_CREW_EXCL	(1ULL << 63)
+#define KVM_RRVM_CREW_MAX_VCPUS	31	/* TDP root roles keep vcpu_id + 1 */
+#define KVM_RRVM_CREW_MAX_GFNS	(1ULL << 28)	/* 1 TiB of guest space */
+
+struct kvm_rrvm_crew_set {
+	__u64 gfn;
+	__u64 owners;	/* bitmap of vcpu_ids | KVM_RRVM_CREW_EXCL */
+	__u64 flags;	/* 0 */
+};
+
+/* A private VM ioctl number, well above upstream's (0xd5 and below). */
+#define KVM_RRVM_CREW_SET	_IOW(KVMIO, 0xf1, struct kvm_rrvm_crew_set)
 
 /* Lives in the padding of kvm_run's exit union (256 bytes). */
 struct kvm_rrvm_exit {
-	__u32 insn;	/* out: KVM_RRVM_RDTSC, _RDTSCP or _PAUSE */
+	__u32 insn;	/* out: KVM_RRVM_RDTSC, _RDTSCP, _PAUSE or _CREW */
 	__u32 tsc_aux;	/* out: guest TSC_AUX (RDTSCP); in: value for ecx */
 	__u64 tsc;	/* out: the guest TSC now (RDTSC/P); in: edx:eax */
 	__u64 rip;	/* out: address of the instruction (informational) */
+	__u64 gpa;	/* out (CREW): the guest physical address accessed */
+	__u32 access;	/* out (CREW): KVM_RRVM_CREW_WRITE, _FETCH */
+	__u32 reserved;
 };
 
 static inline struct kvm_rrvm_exit *kvm_run_rrvm(struct kvm_run *run)
