@@ -21,7 +21,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include <linux/kvm.h>
 
 #include "rrvm-kvm.h"
+#include "check.h"
 
 #define MEM_SIZE	0x10000
 #define GFNS		(MEM_SIZE >> 12)
@@ -65,22 +65,7 @@ static const uint8_t code1[] = {	/* at 0x2000 */
 	0xf4,		/* 200f hlt */
 };
 
-static int passed, failed, vm;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s: ", ok ? "PASS" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (ok)
-		passed++;
-	else
-		failed++;
-}
+static int vm;		/* the VM's fd */
 
 static void die(const char *what)
 {

@@ -24,7 +24,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include <linux/kvm.h>
 
 #include "rrvm-kvm.h"
+#include "check.h"
 
 #define MEM_SIZE	0x10000
 #define CODE		0x1000
@@ -74,24 +74,6 @@ static const uint8_t fault_code[] = { 0xe6, FAULT_PORT, 0xf4 };
 static const uint64_t SUPPLY_TSC = 0x1122334455667788ULL;
 static const uint64_t SUPPLY_TSCP = 0x0badcafe0f00d000ULL;
 static const uint32_t SUPPLY_AUX = 0xc0ffeeU;
-
-static int passed, failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s: ", ok ? "PASS" : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (ok)
-		passed++;
-	else
-		failed++;
-}
 
 static void die(const char *what)
 {
