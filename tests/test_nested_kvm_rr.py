@@ -152,9 +152,10 @@ def test_nested_kvm_smp_recording_logs_the_ap_start_and_page_transfers(nested_ru
     The AP's INIT and SIPI are in the log as vCPU 1 interrupts, page
     transfers are logged, and the replay applies the logged AP starts: it
     gets past Linux's INIT of the AP (before qemu 0028 the AP never
-    started in a replay and the replay stalled at its first transfer).  It is not asserted to
-    reach REPLAY OK: without a PMU, CREW exits on guest page tables depend
-    on TLB state and the replay diverges later (README, qemu 0028)."""
+    started in a replay and the replay stalled at its first transfer).
+    It is not asserted to reach REPLAY OK: without a PMU, CREW exits on
+    guest page tables depend on TLB state and the replay diverges later
+    (README, qemu 0028)."""
     out = nested_run
     assert "NRR: smp record status 124" in out or "NRR: smp record status 0" in out, out
     assert "NRR: smp: page CREW through per-vCPU page rights is experimental" in out, out
