@@ -203,10 +203,14 @@ int rv_byte_init(void)
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, enter_native) != 608);	/* switch.S */
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, priv_rsp) != 536);
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, priv_top) != RVG_OFF_PRIV_TOP);
+	BUILD_BUG_ON(offsetof(struct rv_vcpu, bad_site) != RVG_OFF_BAD_SITE);
+	BUILD_BUG_ON(sizeof(struct rv_vcpu) != RVG_VCPU_SIZE);
+	BUILD_BUG_ON(CREW_ESITE != RVG_CREW_ESITE);
 	BUILD_BUG_ON((PAGE_SIZE << STACK_ORDER) != RVG_PRIV_STACK_SIZE);
 	BUILD_BUG_ON(offsetof(struct crew_cpu, seq) != RVG_OFF_SEQ);
 	BUILD_BUG_ON(offsetof(struct crew_cpu, state) != RVG_OFF_STATE);
 	BUILD_BUG_ON(sizeof(struct rv_vcpu) != RVG_VCPU_SIZE);
+	BUILD_BUG_ON(CREW_ESITE != RVG_CREW_ESITE);
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, untrained) != RVG_OFF_UNTRAINED);
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, untrained_pc) != RVG_OFF_UNTRAINED_PC);
 	BUILD_BUG_ON(ARRAY_SIZE(((struct rv_vcpu *)0)->untrained_pc) != RVG_UNTRAINED_PCS);
@@ -360,10 +364,11 @@ static void translate_entries(void)
 }
 
 /*
- * Testing only (bdebug=32): act like a hostile or broken guest, a record
- * with a bad checksum in the ring; the host must stop with an error.
+ * Testing only: act like a hostile or broken guest, a record with a bad
+ * checksum (bdebug=32) or a well-formed one whose site lies beyond guest
+ * RAM (bdebug=64) in the ring; the host must stop with an error.
  */
-static void hostile_record(int cpu)
+static void hostile_record(int cpu, bool bad_site)
 {
 	struct crew_rec r = { 0 };
 
@@ -373,8 +378,10 @@ static void hostile_record(int cpu)
 	r.acq_id = cpu;
 	r.n_owners = 1;
 	r.owner[0] = (u64)(cpu ^ 1) << CREW_SEQ_BITS;
+	r.site_range = CREW_SITE_ADDR_MASK;
 	crew_rec_seal(&r);
-	r.acq_seq ^= 0x5a;			/* breaks the checksum */
+	if (!bad_site)
+		r.acq_seq ^= 0x5a;		/* breaks the checksum */
 	crew_ring_emit(&prod[cpu], &r);
 	host_cmd(RVG_CMD_DRAIN, 0, 0);
 }
@@ -392,8 +399,8 @@ static void start_cpu(int cpu)
 		prod[cpu].full = full_drain;
 		c->emit = crew_ring_emit;
 		c->emit_priv = &prod[cpu];
-		if ((rv_bdebug & 32) && cpu == 0)
-			hostile_record(cpu);
+		if ((rv_bdebug & (32 | 64)) && cpu == 0)
+			hostile_record(cpu, rv_bdebug & 64);
 	}
 }
 

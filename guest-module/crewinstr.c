@@ -44,7 +44,7 @@
 struct rv_crew_consts rv_cc;
 /*
  * debugging: 1 no memory instrumentation, 2 no det points, 4 flags always
- * saved, 16 noinstr text left alone, 32 a hostile guest (byte.c)
+ * saved, 16 noinstr text left alone, 32 and 64 a hostile guest (byte.c)
  */
 unsigned int rv_bdebug;
 module_param_named(bdebug, rv_bdebug, uint, 0444);
@@ -457,7 +457,7 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 	}
 	if (!link_cold(j.other, site, RV_SLOW_OTHER | untrained, 2, back) ||
 	    !link_cold(j.slow, site, j.slow_kind | untrained, j.slow_reg, back) ||
-	    !link_cold(j_seq, site, RV_SLOW_REPLAY, 1, after_seq) ||
+	    !link_cold(j_seq, site, RV_SLOW_REPLAY, 2, after_seq) ||	/* rdx: EA */
 	    !link_cold(j.str, site, RV_SLOW_STRING | untrained, 1, back))
 		goto bad;
 	if (untrained)

@@ -24,7 +24,8 @@ enum rv_slow_kind {
 	RV_SLOW_SHADOW = 1,	/* record: fast check failed, x_addr = shadow byte */
 	RV_SLOW_PHYS,		/* record: odd size, x_addr = physical address */
 	RV_SLOW_OTHER,		/* neither direct map nor image: x_addr = address */
-	RV_SLOW_REPLAY,		/* replay: seq == rp_next */
+	RV_SLOW_REPLAY,		/* replay: seq == rp_next, x_addr = address
+				 * (string sites: unused) */
 	RV_SLOW_STRING,		/* string instruction: ranges from registers */
 };
 

@@ -273,6 +273,48 @@ static int string_op(struct rv_vcpu *v, struct crew_cpu *c, struct rv_site *site
 	return take_all(c, p, np);
 }
 
+struct pieces {
+	struct piece *p;
+	int np;
+};
+
+static bool pieces_cover(void *priv, u64 addr)
+{
+	const struct pieces *ps = priv;
+	int i;
+
+	for (i = 0; i < ps->np; i++)
+		if (addr - ps->p[i].phys < ps->p[i].len)
+			return true;
+	return false;
+}
+
+/*
+ * Replay, at a seq the log has transfers for: they must be this access's
+ * (same pc, a range inside what it touches), else the replay has left the
+ * recording's path since this vCPU's last check, and says so here.
+ * @a: the effective address (x_addr; not for string sites).
+ */
+static noinline_for_stack int replay_at(struct rv_vcpu *v, struct crew_cpu *c,
+					struct rv_site *site, struct rv_priv_frame *f,
+					unsigned long a, unsigned long len, bool write)
+{
+	u64 *ks = (u64 *)v->priv_rsp;
+	struct piece p[MAX_PIECES];
+	struct pieces ps = { p, 0 };
+	bool mmio = false;
+	int err;
+
+	if (site->string)
+		err = rv_string_pieces(site->pc, site->size, f->rsi, f->rdi, ks[1],
+				       f->flags & X86_EFLAGS_DF, p, &ps.np, &mmio);
+	else
+		err = !add_piece_range(p, &ps.np, a, len, write, &mmio);
+	/* no pieces (user memory, too many): the pc alone is checked */
+	return crew_replay_slow_at(c, site->pc, !err && ps.np ? pieces_cover : NULL, &ps,
+				   ps.np ? p[0].phys : 0);
+}
+
 void rv_byte_slow(void)
 {
 	struct rv_vcpu *v = this_cpu_ptr(&rv_vcpu);
@@ -287,6 +329,7 @@ void rv_byte_slow(void)
 	int ret = 0, np = 0, i;
 
 	v->stats[RV_BS_SLOW]++;
+	c->site_pc = site->pc;		/* logged with each transfer it makes */
 	switch (v->x_kind & ~RV_SLOW_SENTINEL) {
 	case RV_SLOW_SHADOW:
 		a -= rv_cc.shadow_va;
@@ -309,12 +352,14 @@ void rv_byte_slow(void)
 		break;
 	case RV_SLOW_REPLAY:
 		v->stats[RV_BS_REPLAY_WAIT]++;
-		ret = crew_replay_slow(c);
+		ret = replay_at(v, c, site, f, a, len, write);
 		break;
 	case RV_SLOW_STRING:
 		ret = string_op(v, c, site, f, replay, sentinel);
 		break;
 	}
+	if (ret == -CREW_ESITE)
+		memcpy(v->bad_site, c->bad_site, sizeof(v->bad_site));
 	if (ret)
 		report(c, ret, site->pc);
 }

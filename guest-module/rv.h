@@ -196,6 +196,8 @@ struct rv_vcpu {
 	/* shared with the host: untrained accesses to shared bytes (train.c) */
 	u64 untrained;			/* 920 */
 	u64 untrained_pc[8];		/* 928 */
+	/* shared with the host: a replay's CREW_ESITE (crew_cpu.bad_site) */
+	u64 bad_site[4];		/* 992 */
 } __aligned(1024);
 /* plain .data..percpu: the module loader places nothing else */
 DECLARE_PER_CPU(struct rv_vcpu, rv_vcpu);

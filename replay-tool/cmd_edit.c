@@ -1,5 +1,6 @@
 /*
- * replay-vm edit: copy a log with one event changed.
+ * replay-vm edit: copy a log with one event changed (or every byte-CREW
+ * transfer's site dropped).
  *
  * For tests that must see a replay diverge exactly where a log was altered,
  * and for "what if this read had returned X" experiments.
@@ -14,10 +15,17 @@
 static const char usage[] =
 "usage: replay-vm edit IN.rr OUT.rr --event N [--value V] [--addr A]\n"
 "                      [--branches B] [--rip R]\n"
+"       replay-vm edit IN.rr OUT.rr --strip-sites\n"
 "\n"
 "Copy IN.rr to OUT.rr changing event N: the value or address of an I/O\n"
-"read, the value of a time/random read, the vector of an interrupt, or the\n"
-"logged position of any event.  Everything else is copied unchanged.\n"
+"read, the value of a time/random read, the vector of an interrupt, the\n"
+"address of a CREW transfer, or the logged position of any event (a byte\n"
+"CREW transfer's rip is the pc of its access).  Everything else is copied\n"
+"unchanged.\n"
+"\n"
+"--strip-sites drops the site (pc, address, length) of every byte-CREW\n"
+"transfer: a smaller log whose replay no longer checks that each transfer\n"
+"meets the access it was recorded at.\n"
 "\n"
 "examples:\n"
 "  replay-vm edit run.rr bad.rr --event 5000 --value 0x1234\n"
@@ -43,9 +51,12 @@ static int apply(Rr__Event *ev, const struct change *c)
 			return -1;
 	}
 	if (c->addr) {
-		if (ev->body_case != RR__EVENT__BODY_IO_READ)
+		if (ev->body_case == RR__EVENT__BODY_IO_READ)
+			ev->io_read->addr = c->v_addr;
+		else if (ev->body_case == RR__EVENT__BODY_CREW_TRANSFER)
+			ev->crew_transfer->addr = c->v_addr;
+		else
 			return -1;
-		ev->io_read->addr = c->v_addr;
 		done = 1;
 	}
 	if (c->branches || c->rip) {
@@ -60,6 +71,17 @@ static int apply(Rr__Event *ev, const struct change *c)
 	return done ? 0 : -1;
 }
 
+static void strip_site(Rr__Event *ev)
+{
+	if (ev->body_case != RR__EVENT__BODY_CREW_TRANSFER ||
+	    ev->crew_transfer->granularity != RR__CREW_TRANSFER__GRANULARITY__BYTE)
+		return;
+	ev->crew_transfer->addr = 0;
+	ev->crew_transfer->len = 0;
+	if (ev->pos)
+		ev->pos->rip = 0;
+}
+
 int cmd_edit(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -68,6 +90,7 @@ int cmd_edit(int argc, char **argv)
 		{ "addr", required_argument, NULL, 'a' },
 		{ "branches", required_argument, NULL, 'b' },
 		{ "rip", required_argument, NULL, 'r' },
+		{ "strip-sites", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -78,12 +101,12 @@ int cmd_edit(int argc, char **argv)
 	rr_writer *w;
 	rr_error err;
 	Rr__Event *ev;
-	int c, s, found = 0;
+	int c, s, found = 0, strip = 0;
 
 	if (want_help(argc, argv, usage))
 		return EXIT_OK;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "e:v:a:b:r:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "e:v:a:b:r:sh", opts, NULL)) != -1) {
 		int bad = 0;
 
 		switch (c) {
@@ -92,12 +115,13 @@ int cmd_edit(int argc, char **argv)
 		case 'a': bad = parse_u64(optarg, "--addr", &ch.v_addr); ch.addr = 1; break;
 		case 'b': bad = parse_u64(optarg, "--branches", &ch.v_branches); ch.branches = 1; break;
 		case 'r': bad = parse_u64(optarg, "--rip", &ch.v_rip); ch.rip = 1; break;
+		case 's': strip = 1; break;
 		default: bad = 1; fputs(usage, stderr); break;
 		}
 		if (bad)
 			return EXIT_USAGE;
 	}
-	if (argc - optind != 2 || target == UINT64_MAX) {
+	if (argc - optind != 2 || (target == UINT64_MAX) == !strip) {
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	}
@@ -115,6 +139,8 @@ int cmd_edit(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	while ((s = rr_reader_next(r, &ev, &err)) == 1) {
+		if (strip)
+			strip_site(ev);
 		if (i++ == target) {
 			if (apply(ev, &ch) < 0) {
 				fprintf(stderr, "replay-vm edit: event %" PRIu64
@@ -141,7 +167,7 @@ int cmd_edit(int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	rr_reader_close(r);
-	if (!found) {
+	if (!found && !strip) {
 		fprintf(stderr, "replay-vm edit: %s has only %" PRIu64 " events\n",
 			in, i);
 		return EXIT_FAIL;

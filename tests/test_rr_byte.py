@@ -9,6 +9,7 @@ interrupt happens in the recorded order: each replay below must end
 REPLAY OK (registers of every vCPU and guest RAM matched at every
 checkpoint) and print the recording's interleaving-dependent results."""
 import os
+import re
 import subprocess
 
 import pytest
@@ -91,24 +92,62 @@ def test_workload_replays(tmp_path, name, vcpus):
         assert rrtest.results(rp.output) == want, rp.stderr[-3000:]
 
 
-def test_hostile_guest_records_are_an_error_not_a_crash(tmp_path):
+@pytest.mark.parametrize("bdebug,why", [
+    ("32", "bad checksum"),
+    ("64", "site address outside the RAM the shadow covers")])
+def test_hostile_guest_records_are_an_error_not_a_crash(tmp_path, bdebug, why):
     """A guest writing garbage into its transfer ring (the module's test
-    switch bdebug=32 writes one record with a bad checksum): QEMU stops the
+    switch bdebug=32 writes one record with a bad checksum, bdebug=64 a
+    well-formed one whose site lies beyond guest RAM): QEMU stops the
     recording with a message naming the vCPU and the record, the log is
     closed cleanly and replays up to there."""
     log = tmp_path / "run.rr"
-    os.environ["RV_BYTE_EXTRA"] = "bdebug=32,"
+    os.environ["RV_BYTE_EXTRA"] = "bdebug=%s," % bdebug
     try:
         r = rrtest.vmrun.run(vcpus=2, accel="tcg", record=str(log), crew="byte", cmd="sleep 5",
                              timeout=300)
     finally:
         del os.environ["RV_BYTE_EXTRA"]
-    assert "vCPU 0: record 0 of its ring: bad checksum; recording stopped" in r.console, \
+    assert "vCPU 0: record 0 of its ring: %s; recording stopped" % why in r.console, \
         r.console[-2000:]
     v = subprocess.run([rrtest.REPLAY_VM, "verify", str(log)], capture_output=True, text=True)
     assert v.returncode == 0, v.stdout + v.stderr
     rp = rrtest.replay(log, timeout=600)
     assert "the guest module broke the byte-CREW protocol" in rp.stderr
+
+
+SITE = re.compile(r"^#(\d+) cpu(\d) @br=0,rip=(0x[0-9a-f]+),crew=\d+ crew_transfer byte "
+                  r"(?:read|write) addr=(0x[0-9a-f]+) len=(\d+) ")
+
+
+def test_replay_checks_every_transfer_site(tmp_path):
+    """Each byte-CREW transfer is logged with its site: the pc of the
+    access that took the bytes and the range taken.  The replay checks
+    every one against the access it meets at that sequence number, so a
+    replay that has left the recording's path is stopped at the first
+    transfer after the fork, naming both sites, not later at some det
+    point or I/O read (or never).  Here the path is kept and the log is
+    edited instead: a transfer's pc, then another's address."""
+    log = tmp_path / "run.rr"
+    record_byte(log, 2, workload="racy_kernel", args=["-p", "2", "-n", "50"])
+    first = rrtest.find_event(log, r"crew_transfer byte ")
+    assert first is not None
+    sites = [m for m in map(SITE.match, rrtest.dump(log, first + 1000, 400)) if m]
+    assert len(sites) > 100, "too few byte transfers after #%d" % first
+    for m in sites:
+        pc, addr, n = int(m.group(3), 16), int(m.group(4), 16), int(m.group(5))
+        assert pc >= 0xffffffff80000000 and 0 < addr < 1 << 30 and 1 <= n <= 4096, m.group(0)
+    a, b = sites[0], sites[len(sites) // 2]
+    for ev, opt, val in ((a, "--rip", int(a.group(3), 16) + 1),
+                         (b, "--addr", int(b.group(4), 16) + 0x100000)):
+        bad = tmp_path / "bad.rr"
+        subprocess.run([rrtest.REPLAY_VM, "edit", str(log), str(bad), "--event", ev.group(1),
+                        opt, hex(val)], check=True)
+        rp = rrtest.replay(bad, timeout=600, expect_ok=False)
+        assert rp.status != 0
+        assert "DIVERGENCE at event #%s (vcpu %s): byte CREW: the replay left the " \
+               "recording's path" % (ev.group(1), ev.group(2)) in rp.stderr, rp.stderr[-3000:]
+        assert "is at pc %s" % ev.group(3) in rp.stderr, rp.stderr[-3000:]
 
 
 def test_byte_crew_needs_a_host(tmp_path):

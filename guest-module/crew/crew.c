@@ -22,6 +22,7 @@ const char *crew_strerror(int err)
 	case CREW_EMISMATCH: return "access count differs from the recording";
 	case CREW_EFENCE: return "remote fence failed";
 	case CREW_EPROTO: return "ring consumer broke the protocol";
+	case CREW_ESITE: return "the access at a logged seq is at another pc or address";
 	}
 	return "unknown error";
 }
@@ -59,7 +60,7 @@ int crew_rec_check(const struct crew_rec *r, unsigned int nr_cpus)
 	if (r->type == CREW_REC_END || r->type == CREW_REC_MARK) {
 		if (n || r->flags)
 			return -CREW_EBADREC;
-		if (r->type == CREW_REC_MARK && r->owner[0])
+		if ((r->type == CREW_REC_MARK && r->owner[0]) || r->site_pc || r->site_range)
 			return -CREW_EBADREC;
 		for (i = 1; i < CREW_REC_OWNERS; i++)
 			if (r->owner[i])
@@ -352,7 +353,8 @@ static int crew_wait_owners(struct crew_cpu *c, u32 others)
 	return ret;
 }
 
-static int crew_log_transfer(struct crew_cpu *c, u32 others, int flags)
+static int crew_log_transfer(struct crew_cpu *c, u32 others, int flags,
+			     unsigned long p, unsigned long len)
 {
 	struct crew_rec r;
 	unsigned int id, n;
@@ -366,6 +368,9 @@ static int crew_log_transfer(struct crew_cpu *c, u32 others, int flags)
 		r.acq_id = c->id;
 		r.flags = flags;
 		r.acq_seq = crew_cpu_to_le64(crew_load(&c->seq) & CREW_SEQ_MASK);
+		r.site_pc = crew_cpu_to_le64(c->site_pc);
+		r.site_range = crew_cpu_to_le64(((u64)p & CREW_SITE_ADDR_MASK) |
+						(u64)(len - 1) << CREW_SITE_ADDR_BITS);
 		for (n = 0, id = 0; id < CREW_MAX_CPUS && n < CREW_REC_OWNERS; id++) {
 			if (!(others & (1u << id)))
 				continue;
@@ -419,7 +424,8 @@ static int crew_acquire(struct crew_cpu *c, const void *p, unsigned long len,
 		c->st.transfers++;
 		ret = crew_wait_owners(c, others);	/* hole 1 */
 		k = crew_log_transfer(c, others,
-				      flags | (write ? CREW_REC_WRITE : 0));
+				      flags | (write ? CREW_REC_WRITE : 0),
+				      (unsigned long)p, len);
 		if (k)
 			ret = k;
 	}
@@ -651,7 +657,19 @@ static int crew_replay_wait(struct crew_cpu *c, unsigned int id, u64 v)
 	return ret;
 }
 
-int crew_replay_slow(struct crew_cpu *c)
+/* does the record due now describe this access? */
+static bool crew_site_matches(const struct crew_rec *r, u64 pc,
+			      crew_covers_fn covers, void *priv)
+{
+	if (!pc || !crew_rec_site_pc(r))
+		return true;		/* a log or caller without sites */
+	if (crew_rec_site_pc(r) != pc)
+		return false;
+	return !covers || covers(priv, crew_rec_site_addr(r));
+}
+
+int crew_replay_slow_at(struct crew_cpu *c, u64 pc, crew_covers_fn covers,
+			void *priv, u64 addr)
 {
 	struct crew_rec *r = &c->rp_rec;
 	unsigned int i;
@@ -660,6 +678,14 @@ int crew_replay_slow(struct crew_cpu *c)
 	if (c->rp_err)
 		return c->rp_err;
 	while (c->rp_have && c->rp_next == crew_load(&c->seq)) {
+		if (r->type == CREW_REC_TRANSFER &&
+		    !crew_site_matches(r, pc, covers, priv)) {
+			c->bad_site[0] = crew_rec_site_pc(r);
+			c->bad_site[1] = crew_rec_site_addr(r);
+			c->bad_site[2] = pc;
+			c->bad_site[3] = addr;
+			return crew_replay_fail(c, -CREW_ESITE);
+		}
 		for (i = 0; i < r->n_owners; i++) {
 			ret = crew_replay_wait(c, crew_rec_owner_id(r, i),
 					       crew_rec_owner_seq(r, i));
@@ -675,6 +701,11 @@ int crew_replay_slow(struct crew_cpu *c)
 	if (c->rp_ended && crew_load(&c->seq) >= c->rp_next)
 		return crew_replay_fail(c, -CREW_EMISMATCH);
 	return 0;
+}
+
+int crew_replay_slow(struct crew_cpu *c)
+{
+	return crew_replay_slow_at(c, 0, NULL, NULL, 0);
 }
 
 int crew_replay_finish(struct crew_cpu *c)

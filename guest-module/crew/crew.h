@@ -164,6 +164,8 @@ enum {
 	CREW_EMISMATCH,		/* more/fewer accesses than recorded */
 	CREW_EFENCE,		/* remote fence failed or is missing */
 	CREW_EPROTO,		/* the ring's consumer broke the protocol */
+	CREW_ESITE,		/* replay: the access at a logged seq is at
+				 * another pc or address (another path) */
 };
 const char *crew_strerror(int err);
 
@@ -177,18 +179,26 @@ const char *crew_strerror(int err);
  *           replay host's "no transfer of this vCPU before acq seq": the
  *           replay reads on when it gets there; no owners)
  *   4  u8   acquirer id
- *   5  u8   number of owners n (0..6; 0 only in END)
+ *   5  u8   number of owners n (0..4; 0 only in END and MARK)
  *   6  u8   flags: CREW_REC_WRITE, CREW_REC_MORE (the next record belongs
- *           to the same access: more than 6 owners), CREW_REC_EXT
+ *           to the same access: more than 4 owners), CREW_REC_EXT
  *   7  u8   checksum: the 64 bytes sum to CREW_REC_CSUM (mod 256)
  *   8  le64 acquirer seq (the index of the acquiring access); END: the
  *           vCPU's final seq, or CREW_SEQ_MASK for an open end (a replay
  *           host that has no more records: no count to check)
- *  16  le64 owner[6]: id << 56 | seq, ascending ids, unused entries 0;
+ *  16  le64 site pc: where the acquiring access is (crew_cpu.site_pc;
+ *           0 = not known, e.g. the external writer); 0 in END and MARK
+ *  24  le64 site range: first byte taken (bits 0-51, the address the
+ *           core was given) | (length - 1) << 52; 0 in END and MARK
+ *  32  le64 owner[4]: id << 56 | seq, ascending ids, unused entries 0;
  *           END: owner[0] = number of TRANSFER records before it
+ *
+ * A replay checks the site of every record against the access it meets at
+ * that seq (crew_replay_slow_at): a path that left the recording's is
+ * reported there (CREW_ESITE), not at the next event the host checks.
  */
 #define CREW_REC_MAGIC		0xc7e3
-#define CREW_REC_VERSION	1
+#define CREW_REC_VERSION	2
 #define CREW_REC_CSUM		0xa5
 #define CREW_REC_TRANSFER	1
 #define CREW_REC_END		2
@@ -196,7 +206,9 @@ const char *crew_strerror(int err);
 #define CREW_REC_WRITE		0x01
 #define CREW_REC_MORE		0x02
 #define CREW_REC_EXT		0x04
-#define CREW_REC_OWNERS		6
+#define CREW_REC_OWNERS		4
+#define CREW_SITE_ADDR_BITS	52
+#define CREW_SITE_ADDR_MASK	((1ull << CREW_SITE_ADDR_BITS) - 1)
 
 struct crew_rec {
 	u16 magic;
@@ -207,6 +219,8 @@ struct crew_rec {
 	u8 flags;
 	u8 csum;
 	u64 acq_seq;
+	u64 site_pc;
+	u64 site_range;
 	u64 owner[CREW_REC_OWNERS];
 };
 
@@ -223,6 +237,18 @@ static inline u64 crew_rec_owner_seq(const struct crew_rec *r, int i)
 static inline u64 crew_rec_acq_seq(const struct crew_rec *r)
 {
 	return crew_le64_to_cpu(r->acq_seq);
+}
+static inline u64 crew_rec_site_pc(const struct crew_rec *r)
+{
+	return crew_le64_to_cpu(r->site_pc);
+}
+static inline u64 crew_rec_site_addr(const struct crew_rec *r)
+{
+	return crew_le64_to_cpu(r->site_range) & CREW_SITE_ADDR_MASK;
+}
+static inline unsigned long crew_rec_site_len(const struct crew_rec *r)
+{
+	return (unsigned long)(crew_le64_to_cpu(r->site_range) >> CREW_SITE_ADDR_BITS) + 1;
 }
 
 /* log sink: 0 or -CREW_E*; one call per record */
@@ -293,7 +319,12 @@ struct crew_cpu {
 	u32 state;
 	u32 pad0;
 	u64 waitw;		/* replay: (id + 1) << 56 | seq waited for */
-	u8 pad1[40];
+	/*
+	 * private, but on this line: this vCPU writes it anyway (seq), and
+	 * the struct fits the module's 512 bytes
+	 */
+	u64 site_pc;		/* set by the caller: logged with each transfer */
+	u64 bad_site[4];	/* CREW_ESITE: logged pc, addr; found pc, addr */
 	/* private to this vCPU */
 	long shadow_off;
 	u64 rep;		/* mask replicated in every byte */
@@ -431,6 +462,16 @@ void crew_ext_end(struct crew_cpu *host);
 /* replay */
 int crew_replay_start(struct crew_cpu *c, struct crew_reader *rd);
 int crew_replay_slow(struct crew_cpu *c);
+
+/*
+ * crew_replay_slow, checking each record due now against this access: its
+ * pc must be @pc (0: no check) and @covers(@priv, addr) must say that the
+ * access touches the first byte the record took (NULL: pc only).  A
+ * mismatch is CREW_ESITE, with bad_site filled in (found addr: @addr).
+ */
+typedef bool (*crew_covers_fn)(void *priv, u64 addr);
+int crew_replay_slow_at(struct crew_cpu *c, u64 pc, crew_covers_fn covers,
+			void *priv, u64 addr);
 
 static crew_inline int crew_replay_begin(struct crew_cpu *c)
 {

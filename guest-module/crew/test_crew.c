@@ -145,6 +145,12 @@ struct run {
 	u64 t_ns;
 };
 
+/*
+ * Every run's data at one address: transfer records carry the address the
+ * core was given, and a replay checks it (the module's are physical).
+ */
+static u8 data_area[1 << 16] __attribute__((aligned(64)));
+
 static void run_setup(struct run *r, int n, size_t size, int tso, int mode)
 {
 	memset(r, 0, sizeof(*r));
@@ -153,7 +159,7 @@ static void run_setup(struct run *r, int n, size_t size, int tso, int mode)
 	r->tso = tso;
 	r->mode = mode;
 	r->d = aligned_alloc(64, sizeof(*r->d));
-	r->data = aligned_alloc(64, size);
+	r->data = size <= sizeof(data_area) ? data_area : aligned_alloc(64, size);
 	r->shadow = aligned_alloc(64, size);
 	r->init = malloc(size);
 	memset(r->data, 0, size);
@@ -198,7 +204,8 @@ static void run_free(struct run *r)
 		free(r->t[i].res);
 	}
 	free(r->d);
-	free(r->data);
+	if (r->data != data_area)
+		free(r->data);
 	free(r->shadow);
 	free(r->init);
 }
@@ -241,15 +248,39 @@ static u64 trunc_v(u64 v, int size)
 	return size == 8 ? v : v & ((1ull << (8 * size)) - 1);
 }
 
+struct crew_range {
+	unsigned long addr, len;
+};
+
+static bool range_covers(void *priv, u64 addr)
+{
+	const struct crew_range *rg = priv;
+
+	return addr - rg->addr < rg->len;
+}
+
+/* a stand-in for the pc of the access: which accessor, which offset */
+static u64 site_of(struct tctx *t, void *p, int write)
+{
+	return 0x100000ull | (u64)write << 20 | (u64)((u8 *)p - t->run->data);
+}
+
 static inline int acc_begin(struct tctx *t, void *p, int size, int write)
 {
+	struct crew_range rg = { (unsigned long)p, (unsigned long)size };
 	int e;
 
-	if (t->run->mode == M_RECORD)
+	if (t->run->mode == M_RECORD) {
+		t->c->site_pc = site_of(t, p, write);
 		e = write ? crew_write_acquire(t->c, p, size)
 			  : crew_read_acquire(t->c, p, size);
-	else
-		e = crew_replay_begin(t->c);
+	} else if (t->c->rp_next == crew_load(&t->c->seq)) {
+		/* as the module does: every logged site checked */
+		e = crew_replay_slow_at(t->c, site_of(t, p, write), range_covers, &rg,
+					rg.addr);
+	} else {
+		e = t->c->rp_err;
+	}
 	if (e && !t->err)
 		t->err = e;
 	return e;
@@ -571,7 +602,9 @@ static void test_record_format(void)
 	printf("a. record format\n");
 	CHECK(sizeof(struct crew_rec) == 64, "record is %zu bytes", sizeof(r));
 	CHECK(offsetof(struct crew_rec, acq_seq) == 8 &&
-	      offsetof(struct crew_rec, owner) == 16, "layout");
+	      offsetof(struct crew_rec, site_pc) == 16 &&
+	      offsetof(struct crew_rec, site_range) == 24 &&
+	      offsetof(struct crew_rec, owner) == 32, "layout");
 	memset(&r, 0, sizeof(r));
 	r.magic = crew_cpu_to_le16(CREW_REC_MAGIC);
 	r.version = CREW_REC_VERSION;
@@ -580,13 +613,19 @@ static void test_record_format(void)
 	r.n_owners = 2;
 	r.flags = CREW_REC_WRITE;
 	r.acq_seq = crew_cpu_to_le64(0x0102030405ull);
+	r.site_pc = crew_cpu_to_le64(0xffffffff810b769bull);
+	r.site_range = crew_cpu_to_le64(0x1df19a44ull | 7ull << CREW_SITE_ADDR_BITS);
 	r.owner[0] = crew_cpu_to_le64(0ull << 56 | 77);
 	r.owner[1] = crew_cpu_to_le64(7ull << 56 | 0xabcdef);
 	crew_rec_seal(&r);
 	CHECK(crew_rec_check(&r, 8) == 0, "valid record rejected");
-	CHECK(b[0] == 0xe3 && b[1] == 0xc7 && b[2] == 1 && b[3] == 1 && b[4] == 2 &&
-	      b[8] == 0x05 && b[12] == 0x01 && b[16] == 77 && b[23] == 0 &&
-	      b[24] == 0xef && b[31] == 7, "little-endian byte layout");
+	CHECK(b[0] == 0xe3 && b[1] == 0xc7 && b[2] == 2 && b[3] == 1 && b[4] == 2 &&
+	      b[8] == 0x05 && b[12] == 0x01 && b[16] == 0x9b && b[23] == 0xff &&
+	      b[24] == 0x44 && b[30] == 0x70 && b[31] == 0 && b[32] == 77 && b[39] == 0 &&
+	      b[40] == 0xef && b[47] == 7, "little-endian byte layout");
+	CHECK(crew_rec_site_pc(&r) == 0xffffffff810b769bull &&
+	      crew_rec_site_addr(&r) == 0x1df19a44 && crew_rec_site_len(&r) == 8,
+	      "site decode");
 	CHECK(crew_rec_owner_id(&r, 1) == 7 && crew_rec_owner_seq(&r, 1) == 0xabcdef,
 	      "owner decode");
 	CHECK(crew_rec_check(&r, 4) != 0, "owner id 7 accepted with 4 vCPUs");
@@ -600,26 +639,29 @@ static void test_record_format(void)
 #define BADFIELD(stmt, what) do { x = r; stmt; crew_rec_seal(&x);		\
 		CHECK(crew_rec_check(&x, 8) != 0, "accepted: %s", what); } while (0)
 	BADFIELD(x.magic = 0x1234, "bad magic");
-	BADFIELD(x.version = 2, "version 2");
+	BADFIELD(x.version = 1, "version 1");
 	BADFIELD(x.type = 3, "type 3");
 	BADFIELD(x.n_owners = 0, "transfer without owners");
-	BADFIELD(x.n_owners = 7, "7 owners");
+	BADFIELD(x.n_owners = 5, "5 owners");
 	BADFIELD(x.n_owners = 3, "unused owner slot in use");
 	BADFIELD(x.owner[1] = crew_cpu_to_le64(9ull << 56), "owner id 9");
 	BADFIELD(x.owner[1] = crew_cpu_to_le64(2ull << 56), "owner == acquirer");
 	BADFIELD(x.owner[1] = crew_cpu_to_le64(0ull << 56 | 5), "duplicate owner");
 	BADFIELD(x.acq_id = 8, "acquirer id 8");
 	BADFIELD(x.flags = 0x80, "unknown flag");
-	BADFIELD(x.flags = CREW_REC_MORE, "MORE with < 6 owners");
+	BADFIELD(x.flags = CREW_REC_MORE, "MORE with < 4 owners");
 	BADFIELD(x.acq_seq = crew_cpu_to_le64(1ull << 60), "seq over 56 bits");
 	BADFIELD((x.type = CREW_REC_END, x.n_owners = 0, x.owner[1] = 0, x.flags = 0,
 		  x.owner[2] = 1), "END with garbage");
+	BADFIELD((x.type = CREW_REC_END, x.n_owners = 0, x.owner[1] = 0, x.flags = 0),
+		 "END with a site");
 	x = r;
 	x.type = CREW_REC_END;
 	x.n_owners = 0;
 	x.flags = 0;
 	x.owner[0] = crew_cpu_to_le64(5);
 	x.owner[1] = 0;
+	x.site_pc = x.site_range = 0;
 	crew_rec_seal(&x);
 	CHECK(crew_rec_check(&x, 8) == 0, "END rejected");
 #undef BADFIELD
@@ -789,9 +831,10 @@ static void test_states(void)
 	CHECK(S[512] == 0x7f, "7 readers: %#x", S[512]);
 	crew_ext_begin(h, w, 1, 1);
 	crew_ext_end(h);
-	CHECK(r->t[7].log.n == 3 && r->t[7].log.r[1].n_owners == 6 &&
+	CHECK(r->t[7].log.n == 3 && r->t[7].log.r[1].n_owners == 4 &&
 	      (r->t[7].log.r[1].flags & CREW_REC_MORE) &&
-	      r->t[7].log.r[2].n_owners == 1 &&
+	      r->t[7].log.r[2].n_owners == 3 &&
+	      r->t[7].log.r[1].site_range == r->t[7].log.r[2].site_range &&
 	      crew_rec_acq_seq(&r->t[7].log.r[1]) == crew_rec_acq_seq(&r->t[7].log.r[2]) &&
 	      crew_rec_check(&r->t[7].log.r[1], 8) == 0 &&
 	      crew_rec_check(&r->t[7].log.r[2], 8) == 0, "MORE continuation");
@@ -890,6 +933,86 @@ static void test_replay_checks(void)
 	crew_rec_seal(&l[1]);
 	e = synth_replay(l, 3, 10, 3, &at);
 	CHECK(e == -CREW_EBADREC, "another vCPU's record: %s", crew_strerror(e));
+}
+
+/*
+ * Replay one vCPU whose access i is at pc 0x1000 + i, address 0x5000 + 8 * i
+ * (8 bytes), except access @bad_at: pc @bad_pc, address @bad_addr.
+ */
+static int site_replay(struct crew_rec *recs, int n, long accesses, long bad_at,
+		       u64 bad_pc, unsigned long bad_addr, struct crew_cpu *out)
+{
+	struct crew_dom *d = aligned_alloc(64, sizeof(*d));
+	struct crew_cpu *c0 = aligned_alloc(64, sizeof(*c0));
+	struct crew_cpu *c1 = aligned_alloc(64, sizeof(*c1));
+	struct crew_reader rd;
+	struct crew_range rg;
+	long i;
+	int e;
+
+	crew_dom_init(d, 2, 0, CREW_TSO_MEMBARRIER);
+	crew_cpu_init(d, c0, 0, NULL, NULL);
+	crew_cpu_init(d, c1, 1, NULL, NULL);
+	c1->seq = 100;
+	crew_finish(c1);
+	crew_buf_reader_init(&rd, recs, n * sizeof(*recs));
+	e = crew_replay_start(c0, &rd);
+	for (i = 0; !e && i < accesses; i++) {
+		u64 pc = i == bad_at ? bad_pc : 0x1000 + i;
+
+		rg.addr = i == bad_at ? bad_addr : 0x5000 + 8 * i;
+		rg.len = 8;
+		e = c0->rp_next == crew_load(&c0->seq) ?
+			crew_replay_slow_at(c0, pc, range_covers, &rg, rg.addr) : c0->rp_err;
+		if (!e)
+			crew_replay_end(c0);
+	}
+	if (!e)
+		e = crew_replay_finish(c0);
+	*out = *c0;
+	free(d);
+	free(c0);
+	free(c1);
+	return e;
+}
+
+static struct crew_rec siterec(u64 seq, u64 pc, u64 addr, unsigned long len)
+{
+	struct crew_rec r = mkrec(CREW_REC_TRANSFER, seq, 1, 3, 0);
+
+	r.site_pc = crew_cpu_to_le64(pc);
+	r.site_range = crew_cpu_to_le64(addr | (u64)(len - 1) << CREW_SITE_ADDR_BITS);
+	crew_rec_seal(&r);
+	return r;
+}
+
+static void test_replay_sites(void)
+{
+	struct crew_rec l[3];
+	struct crew_cpu c;
+	int e;
+
+	printf("a. replay checks each logged site (pc, address)\n");
+	l[0] = siterec(5, 0x1005, 0x5028, 8);
+	l[1] = siterec(7, 0x1007, 0x503c, 4);	/* inside the 8 bytes at 0x5038 */
+	l[2] = mkrec(CREW_REC_END, 10, 0, 0, 2);
+	e = site_replay(l, 3, 10, -1, 0, 0, &c);
+	CHECK(e == 0, "matching sites: %s", crew_strerror(e));
+	e = site_replay(l, 3, 10, 7, 0x2222, 0x5038, &c);
+	CHECK(e == -CREW_ESITE && crew_load(&c.seq) == 7 && c.bad_site[0] == 0x1007 &&
+	      c.bad_site[1] == 0x503c && c.bad_site[2] == 0x2222 && c.bad_site[3] == 0x5038,
+	      "another pc: %s at seq %llu", crew_strerror(e),
+	      (unsigned long long)crew_load(&c.seq));
+	e = site_replay(l, 3, 10, 5, 0x1005, 0x6000, &c);
+	CHECK(e == -CREW_ESITE && crew_load(&c.seq) == 5 && c.bad_site[3] == 0x6000,
+	      "same pc, another address: %s", crew_strerror(e));
+	e = site_replay(l, 3, 10, 5, 0x1005, 0x5030, &c);
+	CHECK(e == -CREW_ESITE, "range starts after the access: %s", crew_strerror(e));
+	e = site_replay(l, 3, 10, 6, 0x9999, 0x9000, &c);
+	CHECK(e == 0, "an access with no record is not checked: %s", crew_strerror(e));
+	l[0] = siterec(5, 0, 0, 1);		/* no site: nothing to check */
+	e = site_replay(l, 3, 10, 5, 0x2222, 0x6000, &c);
+	CHECK(e == 0, "a record without a site: %s", crew_strerror(e));
 }
 
 /* ============================================================ b. litmus */
@@ -1329,7 +1452,17 @@ static void mut_garbage_sealed(struct rlog *l, struct rlog *a, int v)
 	struct crew_rec *r = &l->r[l->n / 2];
 
 	(void)a; (void)v;
-	r->n_owners = 6;		/* valid magic/csum, 5 empty owner slots */
+	r->n_owners = 6;		/* valid magic/csum, more owners than slots */
+	crew_rec_seal(r);
+}
+
+/* a transfer logged at another site: the replay must say so right there */
+static void mut_site(struct rlog *l, struct rlog *a, int v)
+{
+	struct crew_rec *r = first_transfer(l, -1);
+
+	(void)a; (void)v;
+	r->site_pc = crew_cpu_to_le64(crew_rec_site_pc(r) ^ 0x40);
 	crew_rec_seal(r);
 }
 
@@ -1462,8 +1595,10 @@ static void test_record_replay(int tso, u64 seed)
 			    mut_id_unreg, want), "owner id");
 	CHECK(!corrupt_case("64 random bytes", n, host, tso, logs, 2, mut_garbage,
 			    want), "garbage");
-	CHECK(!corrupt_case("n_owners 6, resealed", n, host, tso, logs, 1,
+	CHECK(!corrupt_case("n_owners 6 (> 4), resealed", n, host, tso, logs, 1,
 			    mut_garbage_sealed, want), "garbage sealed");
+	CHECK(!corrupt_case("a transfer's site pc changed", n, host, tso, logs, 1,
+			    mut_site, want), "site");
 	CHECK(!corrupt_case("owner seq 2^40 (unreachable)", n, host, tso, logs, 0,
 			    mut_unreachable, want), "unreachable");
 	CHECK(!corrupt_case("two records swapped", n, host, tso, logs, 1,
@@ -1666,6 +1801,7 @@ int main(int argc, char **argv)
 		test_ring();
 		test_states();
 		test_replay_checks();
+	test_replay_sites();
 	}
 	if (strchr(only, 'b')) {
 		printf("b. litmus, correct modes (must pass)\n");

@@ -35,7 +35,7 @@
 
 #include <linux/types.h>
 
-#define RVG_ABI_VERSION		1
+#define RVG_ABI_VERSION		2	/* 2: transfer records carry their site */
 
 /* I/O ports (free on QEMU's pc machine) */
 #define RVG_PORT_DB		0xe4	/* det-point doorbell (out %al) */
@@ -112,6 +112,11 @@ struct rvg_desc {
 #define RVG_OFF_UNTRAINED_PC	928	/* u64[RVG_UNTRAINED_PCS]: the first
 					 * distinct pcs of those, 0 = free */
 #define RVG_UNTRAINED_PCS	8
+#define RVG_OFF_BAD_SITE	992	/* u64[4], replay: with RVG_CMD_ERROR
+					 * CREW_ESITE, the record's site pc and
+					 * address, then the access's (0 =
+					 * unknown); only ever printed */
+#define RVG_CREW_ESITE		10	/* crew.h's CREW_ESITE */
 #define RVG_VCPU_SIZE		1024
 
 #define RVG_STATE_ACTIVE	0
