@@ -24,6 +24,7 @@
 #include "rrlog.h"
 #include "replay_cmdline.h"
 #include "progress.h"
+#include "ksyms.h"
 
 #define EXIT_DIVERGED 3     /* QEMU's RRVM_EXIT_DIVERGED */
 
@@ -128,11 +129,19 @@ static int parse_u64(const char *s, uint64_t *v)
 	return *s && !*end && !errno && *s != '-';
 }
 
-/* Forward QEMU's messages, turning its progress lines into our display. */
+/* kernel addresses in a divergence report, named after QEMU has gone */
+#define REPORT_ADDRS 16
+static uint64_t report_addr[REPORT_ADDRS];
+static size_t n_report_addr;
+
+/*
+ * Forward QEMU's messages, turning its progress lines into our display and
+ * noting the kernel addresses of a divergence report.
+ */
 static int watch_qemu(FILE *errf, struct progress *pg, int show_progress)
 {
 	char line[1024];
-	int matched = 0;
+	int matched = 0, in_report = 0;
 
 	while (fgets(line, sizeof(line), errf)) {
 		uint64_t n;
@@ -146,9 +155,43 @@ static int watch_qemu(FILE *errf, struct progress *pg, int show_progress)
 		fputs(line, stderr);
 		if (strstr(line, "replay-vm: REPLAY OK"))
 			matched = 1;
+		if (strstr(line, "replay-vm: DIVERGENCE"))
+			in_report = 1;
+		else if (strncmp(line, "  ", 2))
+			in_report = 0;
+		if (in_report)
+			n_report_addr = ksyms_scan(line, report_addr, n_report_addr,
+						   REPORT_ADDRS);
 	}
 	progress_clear(pg);
 	return matched;
+}
+
+/*
+ * The kernel functions of the report's addresses, from kallsyms.txt next
+ * to the recording's kernel (make symbols); nothing if it is not there.
+ */
+static void name_report_addrs(const char *kernel)
+{
+	struct ksyms ks;
+	char *path, *slash, buf[160];
+
+	if (!kernel || !n_report_addr)
+		return;
+	path = malloc(strlen(kernel) + sizeof("/kallsyms.txt"));
+	if (!path)
+		return;
+	strcpy(path, kernel);
+	slash = strrchr(path, '/');
+	strcpy(slash ? slash : path, slash ? "/kallsyms.txt" : "kallsyms.txt");
+	if (!ksyms_load(&ks, path)) {
+		fprintf(stderr, "replay-vm: in the kernel (%s):\n", path);
+		for (size_t i = 0; i < n_report_addr; i++)
+			fprintf(stderr, "  0x%016" PRIx64 " %s\n", report_addr[i],
+				ksyms_format(&ks, report_addr[i], buf, sizeof(buf)));
+		ksyms_free(&ks);
+	}
+	free(path);
 }
 
 /*
@@ -192,6 +235,7 @@ int cmd_replay(int argc, char **argv)
 	int print_only = 0, show_progress = 1, c, status;
 	char logabs[4096], why[256], rr_extra[96] = "";
 	const Rr__Header *h;
+	char *kernel_path = NULL;	/* (the header goes with the reader) */
 	rr_reader *r;
 	rr_error err;
 	char **qargv;
@@ -268,6 +312,8 @@ int cmd_replay(int argc, char **argv)
 		return 2;
 	}
 	for (size_t i = 0; i < h->n_images; i++) {
+		if (!strcmp(h->images[i]->role, "kernel") && !kernel_path)
+			kernel_path = strdup(h->images[i]->path);
 		if (!file_ok(h->images[i]->path)) {
 			fprintf(stderr, "replay-vm: the recording's %s image %s is "
 				"missing; replay needs the same file (sha256 "
@@ -342,6 +388,7 @@ int cmd_replay(int argc, char **argv)
 		fprintf(stderr, "replay-vm: QEMU ended without a verdict\n");
 		return 1;
 	case EXIT_DIVERGED:
+		name_report_addrs(kernel_path);
 		fprintf(stderr, "replay-vm: the replay DIVERGED from the "
 			"recording (report above)\n");
 		if (untrained)

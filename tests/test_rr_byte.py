@@ -148,6 +148,9 @@ def test_replay_checks_every_transfer_site(tmp_path):
         assert "DIVERGENCE at event #%s (vcpu %s): byte CREW: the replay left the " \
                "recording's path" % (ev.group(1), ev.group(2)) in rp.stderr, rp.stderr[-3000:]
         assert "is at pc %s" % ev.group(3) in rp.stderr, rp.stderr[-3000:]
+        # replay-vm names the kernel function of each address in the report
+        assert re.search(r"^  %s [a-z_0-9.]+\+0x[0-9a-f]+$" % ev.group(3), rp.stderr, re.M), \
+            rp.stderr[-3000:]
 
 
 def test_byte_crew_needs_a_host(tmp_path):
