@@ -177,7 +177,7 @@ static int take_all(struct crew_cpu *c, struct piece *p, int np)
 		if (i == np)
 			return 0;
 	}
-	return -CREW_EDEADLOCK;
+	return -CREW_ELIVELOCK;
 }
 
 /*

@@ -23,6 +23,7 @@ const char *crew_strerror(int err)
 	case CREW_EFENCE: return "remote fence failed";
 	case CREW_EPROTO: return "ring consumer broke the protocol";
 	case CREW_ESITE: return "the access at a logged seq is at another pc or address";
+	case CREW_ELIVELOCK: return "a take of several ranges kept losing one of them";
 	}
 	return "unknown error";
 }

@@ -166,6 +166,8 @@ enum {
 	CREW_EPROTO,		/* the ring's consumer broke the protocol */
 	CREW_ESITE,		/* replay: the access at a logged seq is at
 				 * another pc or address (another path) */
+	CREW_ELIVELOCK,		/* a caller's take of several ranges kept
+				 * losing one of them (not the core's) */
 };
 const char *crew_strerror(int err);
 

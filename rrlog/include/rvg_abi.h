@@ -51,7 +51,7 @@ enum rvg_cmd {
 	RVG_CMD_BYTE_ON = 2,	/* every CPU is in the code cache: switch */
 	RVG_CMD_DRAIN = 3,	/* record: this vCPU's ring is full */
 	RVG_CMD_REFILL = 4,	/* replay: this vCPU's ring is empty */
-	RVG_CMD_ERROR = 5,	/* rdi = crew error code, rsi = detail */
+	RVG_CMD_ERROR = 5,	/* rdi = crew error code, rsi = pc of the access (0) */
 	RVG_CMD_FENCE = 6,	/* rdi = vCPU mask: remote fence (unused in v1) */
 };
 
@@ -116,7 +116,13 @@ struct rvg_desc {
 					 * CREW_ESITE, the record's site pc and
 					 * address, then the access's (0 =
 					 * unknown); only ever printed */
-#define RVG_CREW_ESITE		10	/* crew.h's CREW_ESITE */
+/*
+ * RVG_CMD_ERROR codes: crew.h's CREW_E*, checked at build time by the
+ * module, spelled out by QEMU
+ */
+#define RVG_CREW_ESITE		10
+#define RVG_CREW_ELIVELOCK	11
+#define RVG_CREW_NERR		11	/* the last one */
 #define RVG_VCPU_SIZE		1024
 
 #define RVG_STATE_ACTIVE	0
