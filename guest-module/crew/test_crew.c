@@ -248,6 +248,7 @@ static u64 trunc_v(u64 v, int size)
 	return size == 8 ? v : v & ((1ull << (8 * size)) - 1);
 }
 
+/* what a replayed access touches (crew_replay_slow_at's check) */
 struct crew_range {
 	unsigned long addr, len;
 };
@@ -844,14 +845,27 @@ static void test_states(void)
 	run_free(r);
 }
 
-/* synthetic single-threaded replays: sequencing and end-of-log checks */
-static int synth_replay(struct crew_rec *recs, int n, long accesses,
-			u64 other_seq, int *where)
+/*
+ * Synthetic single-threaded replays: sequencing and end-of-log checks.
+ * vCPU 1 has finished at other_seq.  With @sites, access i is at pc
+ * 0x1000 + i, address 0x5000 + 8 * i (8 bytes), but access sites->bad_at
+ * at sites->pc, sites->addr, and every logged site is checked.
+ */
+struct synth_sites {
+	long bad_at;
+	u64 pc;
+	unsigned long addr;
+	struct crew_cpu end;	/* vCPU 0 at the end */
+};
+
+static int synth_replay_at(struct crew_rec *recs, int n, long accesses, u64 other_seq,
+			   int *where, struct synth_sites *sites)
 {
 	struct crew_dom *d = aligned_alloc(64, sizeof(*d));
 	struct crew_cpu *c0 = aligned_alloc(64, sizeof(*c0));
 	struct crew_cpu *c1 = aligned_alloc(64, sizeof(*c1));
 	struct crew_reader rd;
+	struct crew_range rg;
 	long i;
 	int e;
 
@@ -864,7 +878,17 @@ static int synth_replay(struct crew_rec *recs, int n, long accesses,
 	*where = -1;
 	e = crew_replay_start(c0, &rd);
 	for (i = 0; !e && i < accesses; i++) {
-		e = crew_replay_begin(c0);
+		if (sites) {
+			u64 pc = i == sites->bad_at ? sites->pc : 0x1000 + i;
+
+			rg.addr = i == sites->bad_at ? sites->addr : 0x5000 + 8 * i;
+			rg.len = 8;
+			e = c0->rp_next == crew_load(&c0->seq) ?
+				crew_replay_slow_at(c0, pc, range_covers, &rg, rg.addr) :
+				c0->rp_err;
+		} else {
+			e = crew_replay_begin(c0);
+		}
 		if (!e)
 			crew_replay_end(c0);
 		else
@@ -872,10 +896,18 @@ static int synth_replay(struct crew_rec *recs, int n, long accesses,
 	}
 	if (!e)
 		e = crew_replay_finish(c0);
+	if (sites)
+		sites->end = *c0;
 	free(d);
 	free(c0);
 	free(c1);
 	return e;
+}
+
+static int synth_replay(struct crew_rec *recs, int n, long accesses,
+			u64 other_seq, int *where)
+{
+	return synth_replay_at(recs, n, accesses, other_seq, where, NULL);
 }
 
 static struct crew_rec mkrec(int type, u64 seq, int owner, u64 oseq, u64 cnt)
@@ -935,47 +967,6 @@ static void test_replay_checks(void)
 	CHECK(e == -CREW_EBADREC, "another vCPU's record: %s", crew_strerror(e));
 }
 
-/*
- * Replay one vCPU whose access i is at pc 0x1000 + i, address 0x5000 + 8 * i
- * (8 bytes), except access @bad_at: pc @bad_pc, address @bad_addr.
- */
-static int site_replay(struct crew_rec *recs, int n, long accesses, long bad_at,
-		       u64 bad_pc, unsigned long bad_addr, struct crew_cpu *out)
-{
-	struct crew_dom *d = aligned_alloc(64, sizeof(*d));
-	struct crew_cpu *c0 = aligned_alloc(64, sizeof(*c0));
-	struct crew_cpu *c1 = aligned_alloc(64, sizeof(*c1));
-	struct crew_reader rd;
-	struct crew_range rg;
-	long i;
-	int e;
-
-	crew_dom_init(d, 2, 0, CREW_TSO_MEMBARRIER);
-	crew_cpu_init(d, c0, 0, NULL, NULL);
-	crew_cpu_init(d, c1, 1, NULL, NULL);
-	c1->seq = 100;
-	crew_finish(c1);
-	crew_buf_reader_init(&rd, recs, n * sizeof(*recs));
-	e = crew_replay_start(c0, &rd);
-	for (i = 0; !e && i < accesses; i++) {
-		u64 pc = i == bad_at ? bad_pc : 0x1000 + i;
-
-		rg.addr = i == bad_at ? bad_addr : 0x5000 + 8 * i;
-		rg.len = 8;
-		e = c0->rp_next == crew_load(&c0->seq) ?
-			crew_replay_slow_at(c0, pc, range_covers, &rg, rg.addr) : c0->rp_err;
-		if (!e)
-			crew_replay_end(c0);
-	}
-	if (!e)
-		e = crew_replay_finish(c0);
-	*out = *c0;
-	free(d);
-	free(c0);
-	free(c1);
-	return e;
-}
-
 static struct crew_rec siterec(u64 seq, u64 pc, u64 addr, unsigned long len)
 {
 	struct crew_rec r = mkrec(CREW_REC_TRANSFER, seq, 1, 3, 0);
@@ -989,30 +980,33 @@ static struct crew_rec siterec(u64 seq, u64 pc, u64 addr, unsigned long len)
 static void test_replay_sites(void)
 {
 	struct crew_rec l[3];
-	struct crew_cpu c;
-	int e;
+	struct synth_sites st = { .bad_at = -1 };
+	const struct crew_cpu *c = &st.end;
+	int e, at;
 
+#define SITES(at_, pc_, addr_) (st.bad_at = (at_), st.pc = (pc_), st.addr = (addr_), \
+				synth_replay_at(l, 3, 10, 100, &at, &st))
 	printf("a. replay checks each logged site (pc, address)\n");
 	l[0] = siterec(5, 0x1005, 0x5028, 8);
 	l[1] = siterec(7, 0x1007, 0x503c, 4);	/* inside the 8 bytes at 0x5038 */
 	l[2] = mkrec(CREW_REC_END, 10, 0, 0, 2);
-	e = site_replay(l, 3, 10, -1, 0, 0, &c);
+	e = SITES(-1, 0, 0);
 	CHECK(e == 0, "matching sites: %s", crew_strerror(e));
-	e = site_replay(l, 3, 10, 7, 0x2222, 0x5038, &c);
-	CHECK(e == -CREW_ESITE && crew_load(&c.seq) == 7 && c.bad_site[0] == 0x1007 &&
-	      c.bad_site[1] == 0x503c && c.bad_site[2] == 0x2222 && c.bad_site[3] == 0x5038,
-	      "another pc: %s at seq %llu", crew_strerror(e),
-	      (unsigned long long)crew_load(&c.seq));
-	e = site_replay(l, 3, 10, 5, 0x1005, 0x6000, &c);
-	CHECK(e == -CREW_ESITE && crew_load(&c.seq) == 5 && c.bad_site[3] == 0x6000,
+	e = SITES(7, 0x2222, 0x5038);
+	CHECK(e == -CREW_ESITE && at == 7 && c->bad_site[0] == 0x1007 &&
+	      c->bad_site[1] == 0x503c && c->bad_site[2] == 0x2222 && c->bad_site[3] == 0x5038,
+	      "another pc: %s at %d", crew_strerror(e), at);
+	e = SITES(5, 0x1005, 0x6000);
+	CHECK(e == -CREW_ESITE && at == 5 && c->bad_site[3] == 0x6000,
 	      "same pc, another address: %s", crew_strerror(e));
-	e = site_replay(l, 3, 10, 5, 0x1005, 0x5030, &c);
+	e = SITES(5, 0x1005, 0x5030);
 	CHECK(e == -CREW_ESITE, "range starts after the access: %s", crew_strerror(e));
-	e = site_replay(l, 3, 10, 6, 0x9999, 0x9000, &c);
+	e = SITES(6, 0x9999, 0x9000);
 	CHECK(e == 0, "an access with no record is not checked: %s", crew_strerror(e));
 	l[0] = siterec(5, 0, 0, 1);		/* no site: nothing to check */
-	e = site_replay(l, 3, 10, 5, 0x2222, 0x6000, &c);
+	e = SITES(5, 0x2222, 0x6000);
 	CHECK(e == 0, "a record without a site: %s", crew_strerror(e));
+#undef SITES
 }
 
 /* ============================================================ b. litmus */
