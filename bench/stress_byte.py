@@ -47,9 +47,10 @@ def main():
             for _ in range(a.replays):
                 rp = rrtest.replay(log, timeout=900, expect_ok=False)
                 if rp.status != 0 or rrtest.results(rp.output) != want:
-                    tail = [l for l in rp.stderr.splitlines() if "DIVERG" in l or "expected" in l
-                            or "found" in l]
-                    verdict = "REPLAY FAILED: " + " | ".join(tail[:3])
+                    lines = rp.stderr.splitlines()
+                    tail = [l for l in lines if "DIVERG" in l or "expected" in l or "found" in l]
+                    # no report (a hang ended by the timeout, a crash): its last words
+                    verdict = "REPLAY FAILED: " + " | ".join(tail[:3] or lines[-3:])
                     break
         ok = verdict == "ok"
         fails += not ok
