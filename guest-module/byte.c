@@ -211,8 +211,6 @@ int rv_byte_init(void)
 	BUILD_BUG_ON(offsetof(struct crew_cpu, seq) != RVG_OFF_SEQ);
 	BUILD_BUG_ON(offsetof(struct crew_cpu, state) != RVG_OFF_STATE);
 	BUILD_BUG_ON(sizeof(struct rv_vcpu) != RVG_VCPU_SIZE);
-	BUILD_BUG_ON(CREW_ESITE != RVG_CREW_ESITE);
-	BUILD_BUG_ON(CREW_ELIVELOCK != RVG_CREW_ELIVELOCK || CREW_ELIVELOCK != RVG_CREW_NERR);
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, untrained) != RVG_OFF_UNTRAINED);
 	BUILD_BUG_ON(offsetof(struct rv_vcpu, untrained_pc) != RVG_OFF_UNTRAINED_PC);
 	BUILD_BUG_ON(ARRAY_SIZE(((struct rv_vcpu *)0)->untrained_pc) != RVG_UNTRAINED_PCS);

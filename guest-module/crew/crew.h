@@ -475,11 +475,18 @@ typedef bool (*crew_covers_fn)(void *priv, u64 addr);
 int crew_replay_slow_at(struct crew_cpu *c, u64 pc, crew_covers_fn covers,
 			void *priv, u64 addr);
 
-static crew_inline int crew_replay_begin(struct crew_cpu *c)
+/* before an access: its site checked against any record due (see above) */
+static crew_inline int crew_replay_begin_at(struct crew_cpu *c, u64 pc,
+					    crew_covers_fn covers, void *priv, u64 addr)
 {
 	if (crew_likely(c->rp_next != crew_load(&c->seq)))
 		return c->rp_err;
-	return crew_replay_slow(c);
+	return crew_replay_slow_at(c, pc, covers, priv, addr);
+}
+
+static crew_inline int crew_replay_begin(struct crew_cpu *c)
+{
+	return crew_replay_begin_at(c, 0, NULL, NULL, 0);
 }
 
 static crew_inline void crew_replay_end(struct crew_cpu *c)

@@ -275,12 +275,10 @@ static inline int acc_begin(struct tctx *t, void *p, int size, int write)
 		t->c->site_pc = site_of(t, p, write);
 		e = write ? crew_write_acquire(t->c, p, size)
 			  : crew_read_acquire(t->c, p, size);
-	} else if (t->c->rp_next == crew_load(&t->c->seq)) {
-		/* as the module does: every logged site checked */
-		e = crew_replay_slow_at(t->c, site_of(t, p, write), range_covers, &rg,
-					rg.addr);
 	} else {
-		e = t->c->rp_err;
+		/* as the module does: every logged site checked */
+		e = crew_replay_begin_at(t->c, site_of(t, p, write), range_covers, &rg,
+					 rg.addr);
 	}
 	if (e && !t->err)
 		t->err = e;
@@ -883,9 +881,7 @@ static int synth_replay_at(struct crew_rec *recs, int n, long accesses, u64 othe
 
 			rg.addr = i == sites->bad_at ? sites->addr : 0x5000 + 8 * i;
 			rg.len = 8;
-			e = c0->rp_next == crew_load(&c0->seq) ?
-				crew_replay_slow_at(c0, pc, range_covers, &rg, rg.addr) :
-				c0->rp_err;
+			e = crew_replay_begin_at(c0, pc, range_covers, &rg, rg.addr);
 		} else {
 			e = crew_replay_begin(c0);
 		}
