@@ -110,6 +110,28 @@ def test_instructions_run_again_after_a_hold_replay_identically(tmp_path):
     assert rrtest.results(rp.output) == want, (want, rp.output[-1000:], rp.stderr[-2000:])
 
 
+def test_a_fault_held_in_its_entry_runs_again(tmp_path):
+    """Two threads write into the same fresh pages in the same order, so
+    one faults on a page whose page-table entry the other is filling in.
+    The faulting vCPU waits for the BQL to deliver its fault, held at the
+    start of its instruction; the other takes the page table from it and
+    maps the page.  The recording must not deliver that stale fault (QEMU
+    0032: it runs the instruction again, as replay does, which finds the
+    page mapped).  With the QEMU before 0032, 4 of 4 such recordings
+    diverged ("ran past the position of the next event"), with it 4 of 4
+    replayed."""
+    log = tmp_path / "run.rr"
+    rec = rrtest.record(log, vcpus=2, timeout=600,
+                        cmd="/opt/rv/bin/racy_counter -t 2 -n 0 -a 0 -f 20000 | tail -1")
+    want = rrtest.results(rec.output)
+    assert len(want) == 1, rec.output
+    again = re.search(r"page CREW: .*, (\d+) after being held in their fault's entry", rec.console)
+    assert again, rec.console[-2000:]
+    assert int(again.group(1)) > 0, "no fault was held in its entry: " + again.group(0)
+    rp = rrtest.replay(log, timeout=900)
+    assert rrtest.results(rp.output) == want
+
+
 def test_unrecorded_race_varies_but_replay_repeats_the_recording(tmp_path):
     """The racy counter's final value depends on thread interleaving: plain
     runs disagree with each other, the replay prints the recorded one."""
