@@ -87,3 +87,20 @@ def test_network_to_host_service(host_service):
     r = vmrun.run(vcpus=1, workload="netclient", args=["-h", "10.0.2.2", "-p", str(port)], timeout=180, accel="tcg")
     res = result_of(r, "netclient")
     assert int(res["bytes"]) == len(payload), res
+
+
+def test_image_build_is_reproducible(tmp_path):
+    """A recording's header holds the image's hashes and replay refuses
+    another image: two builds of the same tree must be byte-identical, or
+    every rebuild makes the kept recordings unreplayable (the data disk's
+    ctimes did that until 2026-11-26)."""
+    import subprocess
+    import time
+    sums = []
+    for i in range(2):
+        out = tmp_path / str(i)
+        subprocess.run(["bash", vmrun.REPO + "/vm-images/build-image.sh", str(out)],
+                       check=True, stdout=subprocess.DEVNULL)
+        sums.append((out / "SHA256SUMS").read_text())
+        time.sleep(1.1)         # a different second for every ctime
+    assert sums[0] == sums[1]

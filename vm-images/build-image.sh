@@ -65,6 +65,11 @@ find "$data" -exec touch -h -d @0 {} +
 rm -f "$out/data.img"
 E2FSPROGS_FAKE_TIME=1 mke2fs -q -t ext4 -d "$data" -U 6e0c1a9e-0000-4000-8000-000000000001 \
   -E hash_seed=6e0c1a9e-0000-4000-8000-000000000002 -L rvdata "$out/data.img" 32M
+# mke2fs copies each file's ctime, which touch cannot set: zero them, or
+# every rebuild makes a new disk hash and old recordings refuse to replay
+(cd "$data" && find . | LC_ALL=C sort | sed 's|^\.||; s|^$|/|; s|^|set_inode_field |; s|$| ctime @0|') \
+  > "$stage/ctime.cmds"
+E2FSPROGS_FAKE_TIME=1 debugfs -w -f "$stage/ctime.cmds" "$out/data.img" >/dev/null 2>&1
 
 echo "$kver" > "$out/KVER"
 (cd "$out" && sha256sum vmlinuz initramfs.cpio.gz data.img > SHA256SUMS)
