@@ -132,7 +132,8 @@ def test_replay_checks_every_transfer_site(tmp_path):
     record_byte(log, 2, workload="racy_kernel", args=["-p", "2", "-n", "50"])
     first = rrtest.find_event(log, r"crew_transfer byte ")
     assert first is not None
-    sites = [m for m in map(SITE.match, rrtest.dump(log, first + 1000, 400)) if m]
+    # about a quarter of the events there are transfers (89 of 400 once)
+    sites = [m for m in map(SITE.match, rrtest.dump(log, first + 1000, 2000)) if m]
     assert len(sites) > 100, "too few byte transfers after #%d" % first
     for m in sites:
         pc, addr, n = int(m.group(3), 16), int(m.group(4), 16), int(m.group(5))
