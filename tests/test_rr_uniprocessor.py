@@ -4,6 +4,7 @@ Each workload is recorded once and replayed three times; every replay must
 finish with QEMU's REPLAY OK verdict (all checkpoint hashes matched) and show
 the same serial output as the recording.  Boot itself (timer calibration,
 random seeding) is inside every recording."""
+import os
 import shlex
 import subprocess
 
@@ -98,3 +99,26 @@ def test_replay_refuses_a_different_image(tmp_path):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     assert p.returncode == 2, p.stderr
     assert b"image mismatch: kernel" in p.stderr, p.stderr
+
+
+def test_undefined_flags_do_not_depend_on_where_a_tb_starts(tmp_path):
+    """bt leaves OF, SF, AF and PF undefined; stock TCG computes them from
+    the cc_op known at translation, so a bt in the middle of a TB and one
+    at a TB's start give different flags.  Record and replay split TBs in
+    different places, and a pushf then stores different bytes in guest RAM
+    (a final RAM hash that differed in one stale stack word).  QEMU 0033
+    keeps them when recording or replaying."""
+    exe = tmp_path / "btflags"
+    subprocess.run(["gcc", "-static", "-O2", "-o", str(exe),
+                    os.path.join(os.path.dirname(__file__), "btflags.c")], check=True)
+    plain = rrtest.vmrun.run(vcpus=1, binary=str(exe), timeout=120, accel="tcg", net=False)
+    # the probe sees stock TCG's difference: OF (0x800) only at the TB start
+    assert "bt flags mid-TB 0x45 at TB start 0x845" in plain.output, plain.output
+    # an initrd that outlives the recording: replay checks it is the same
+    initrd = rrtest.vmrun.user_initrd(os.path.join(rrtest.vmrun.IMAGE, "initramfs.cpio.gz"),
+                                      str(exe), str(tmp_path))
+    log = tmp_path / "run.rr"
+    rec = rrtest.record(log, initrd=initrd, cmd="/opt/user/btflags", net=False)
+    assert "bt flags mid-TB 0x845 at TB start 0x845" in rec.output, rec.output
+    rp = rrtest.replay(log)
+    assert "bt flags mid-TB 0x845 at TB start 0x845" in rp.output, rp.output
