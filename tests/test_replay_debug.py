@@ -5,7 +5,8 @@ A 2-vCPU recording is replayed with --until (every vCPU must hold still at
 the same positions on every replay), then under gdb: a breakpoint on a
 kernel function (by name, from build/image/kallsyms.elf), hit for the 21st
 time, shows the same registers and stack on two replays, and the
-replay still matches the recording after gdb lets it run on.  Recordings
+replay still matches the recording after gdb lets it run on, also after
+a watchpoint that a call hits.  Recordings
 ended by SIGTERM (what virsh destroy sends first) and SIGKILL replay up to
 where they stop and say so."""
 import os
@@ -109,6 +110,21 @@ def test_gdb_breaks_on_a_kernel_function_with_the_same_registers_twice(smp_log):
         assert status == 0 and "REPLAY OK" in err, err[-2000:]
     assert seen[0] == seen[1]
     assert seen[0][1], "no stack words read"
+
+
+def test_gdb_watchpoint_hit_by_a_call_leaves_the_replay_intact(smp_log):
+    """A write that hits a watchpoint runs its instruction again; a call
+    (a branch, counted at its start) whose return-address push hit it was
+    counted twice, and the replay ran past its next event (QEMU 0034).
+    vfs_read pushes six registers and takes 0x68 bytes of locals, so its
+    first call writes its return address 0xa0 below the entry's rsp."""
+    cmds = ["break vfs_read", "ignore 1 20", "continue", "delete",
+            "watch -l *(long *)($rsp - 0xa0)", "continue", "x/i $pc", "delete", "continue"]
+    out, err, status = _gdb_session(smp_log, cmds)
+    assert "hit Hardware watchpoint 2" in out, out[-2000:] + "\n--- replay stderr ---\n" + err[-3000:]
+    # stopped right after the call: at a function's first instruction
+    assert re.search(r"^=> 0x[0-9a-f]+ <\w+>:", out, re.M), out[-2000:]
+    assert status == 0 and "REPLAY OK" in err, err[-2000:]
 
 
 def test_gdb_at_the_until_point_sees_the_same_vcpus_twice(smp_log):
