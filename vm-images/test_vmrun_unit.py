@@ -73,6 +73,11 @@ CPU#3
 RAX=0000000000000000 RBX=0000000000000000 RCX=0000000000000001 RDX=0000000000000000
 RSI=0000000000000083 RDI=0000000000000000 RBP=ffffc90000013e00 RSP=ffffc90000013d00
 RIP=ffffffffc0401234 RFL=00000246 [---Z-P-] CPL=0 II=0 A20=1 SMM=0 HLT=0
+
+CPU#1
+EAX=00000000 EBX=00000000 ECX=00000000 EDX=00000663
+ESI=00000000 EDI=00000000 EBP=00000000 ESP=00006f20
+EIP=000f1234 EFL=00000002 [-------] CPL=0 II=0 A20=1 SMM=0 HLT=0
 (qemu) """
 
 
@@ -81,12 +86,15 @@ def test_hung_vcpus_are_named_from_the_monitors_registers(tmp_path):
         "ffffffff81000000 T _stext\nffffffff81a592e0 T native_safe_halt\nffffffff81a59300 T x\n"
         "ffffffff81200000 T alg_test\n")
     cpus = vmrun.parse_registers(HMP_REGS)
-    assert [(c["index"], c["halted"], c["rsp"]) for c in cpus] == \
-        [(0, True, 0xffffffff82603e98), (3, False, 0xffffc90000013d00)]
+    assert [(c["index"], c["halted"], c["rsp"], c["long"]) for c in cpus] == \
+        [(0, True, 0xffffffff82603e98, True), (3, False, 0xffffc90000013d00, True),
+         (1, False, 0x6f20, False)]
     cpus[1]["stack"] = [0x1234, 0xffffffff81200010, 0xffffffffc0400000]
     text = vmrun.describe_vcpus(cpus, str(tmp_path))
     assert "CPU#0 RIP=ffffffff81a592eb (native_safe_halt+0xb) halted" in text
     assert "CPU#3 RIP=ffffffffc0401234 (module or code cache)\n    stack: alg_test+0x10\n" in text
+    # a nested L1 whose vCPU runs an L2 still in its BIOS (once "no registers")
+    assert "CPU#1 RIP=f1234 (not in 64-bit mode)" in text
 
 
 def test_hung_vcpus_without_a_monitor_says_so(tmp_path):

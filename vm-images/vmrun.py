@@ -232,7 +232,7 @@ def hung_vcpus(monitor, image=IMAGE, wait=5.0):
         regs = ask(s, "info registers -a", b"(qemu)")
         cpus = parse_registers(regs)
         for c in cpus:
-            if c["cpl"] == 0 and not c["halted"]:
+            if c["cpl"] == 0 and not c["halted"] and c["long"]:
                 ask(s, "cpu %d" % c["index"], b"(qemu)")
                 c["stack"] = [int(w, 16) for w in re.findall(
                     r"0x([0-9a-f]{16})", ask(s, "x/32gx 0x%x" % c["rsp"], b"(qemu)").split(":", 1)[-1])]
@@ -292,15 +292,17 @@ def compact_backtraces(gdb_out):
 
 
 def parse_registers(text):
-    """vCPUs from HMP 'info registers -a' output."""
+    """vCPUs from HMP 'info registers -a' output.  A vCPU outside 64-bit
+    mode shows EIP/ESP (firmware; or, in a nested L1, the L2 guest it runs,
+    whose state is the vCPU's while in SVM guest mode): long is False."""
     cpus = []
     for block in re.split(r"^\s*CPU#", text, flags=re.M)[1:]:
-        m = re.search(r"RIP=([0-9a-f]+) .*CPL=(\d)(?:.* HLT=(\d))?", block)
-        r = re.search(r"RSP=([0-9a-f]+)", block)
+        m = re.search(r"([RE])IP=([0-9a-f]+) .*CPL=(\d)(?:.* HLT=(\d))?", block)
+        r = re.search(r"[RE]SP=([0-9a-f]+)", block)
         if m and r:
-            cpus.append({"index": int(re.match(r"\d+", block).group(0)), "rip": int(m.group(1), 16),
-                         "cpl": int(m.group(2)), "halted": m.group(3) == "1",
-                         "rsp": int(r.group(1), 16), "stack": []})
+            cpus.append({"index": int(re.match(r"\d+", block).group(0)), "rip": int(m.group(2), 16),
+                         "cpl": int(m.group(3)), "halted": m.group(4) == "1",
+                         "rsp": int(r.group(1), 16), "stack": [], "long": m.group(1) == "R"})
     return cpus
 
 
@@ -317,7 +319,8 @@ def describe_vcpus(cpus, image=IMAGE):
     lines = []
     for c in cpus:
         rip = c["rip"]
-        place = "user" if c["cpl"] == 3 else sym(rip) if in_text(rip) else \
+        place = "not in 64-bit mode" if not c.get("long", True) else \
+            "user" if c["cpl"] == 3 else sym(rip) if in_text(rip) else \
             "module or code cache" if rip >= modules else "?"
         lines.append("  CPU#%d RIP=%x (%s)%s" % (c["index"], rip, place,
                                                  " halted" if c["halted"] else ""))
