@@ -111,12 +111,13 @@ def test_undefined_flags_do_not_depend_on_where_a_tb_starts(tmp_path):
     exe = tmp_path / "btflags"
     subprocess.run(["gcc", "-static", "-O2", "-o", str(exe),
                     os.path.join(os.path.dirname(__file__), "btflags.c")], check=True)
-    plain = rrtest.vmrun.run(vcpus=1, binary=str(exe), timeout=120, accel="tcg", net=False)
-    # the probe sees stock TCG's difference: OF (0x800) only at the TB start
-    assert "bt flags mid-TB 0x45 at TB start 0x845" in plain.output, plain.output
     # an initrd that outlives the recording: replay checks it is the same
     initrd = rrtest.vmrun.user_initrd(os.path.join(rrtest.vmrun.IMAGE, "initramfs.cpio.gz"),
                                       str(exe), str(tmp_path))
+    plain = rrtest.vmrun.run(vcpus=1, initrd=initrd, cmd="/opt/user/btflags", timeout=120,
+                             accel="tcg", net=False)
+    # the probe sees stock TCG's difference: OF (0x800) only at the TB start
+    assert "bt flags mid-TB 0x45 at TB start 0x845" in plain.output, plain.output
     log = tmp_path / "run.rr"
     rec = rrtest.record(log, initrd=initrd, cmd="/opt/user/btflags", net=False)
     assert "bt flags mid-TB 0x845 at TB start 0x845" in rec.output, rec.output

@@ -319,7 +319,7 @@ def describe_vcpus(cpus, image=IMAGE):
     lines = []
     for c in cpus:
         rip = c["rip"]
-        place = "not in 64-bit mode" if not c.get("long", True) else \
+        place = "not in 64-bit mode" if not c["long"] else \
             "user" if c["cpl"] == 3 else sym(rip) if in_text(rip) else \
             "module or code cache" if rip >= modules else "?"
         lines.append("  CPU#%d RIP=%x (%s)%s" % (c["index"], rip, place,
