@@ -62,10 +62,36 @@ static int phase;
 u64 rv_byte_gate_slot[256], rv_byte_lstar_slot;
 unsigned long rv_byte_gate_native[256], rv_byte_lstar_native;
 
-static inline void host_cmd(u32 cmd, u64 a0, u64 a1)
+static inline void host_cmd3(u32 cmd, u64 a0, u64 a1, u64 a2)
 {
 	asm volatile("outl %%eax, %w1" : : "a" (cmd), "Nd" (RVG_PORT_CMD),
-		     "D" (a0), "S" (a1) : "memory");
+		     "D" (a0), "S" (a1), "d" (a2) : "memory");
+}
+
+static inline void host_cmd(u32 cmd, u64 a0, u64 a1)
+{
+	host_cmd3(cmd, a0, a1, 0);
+}
+
+/*
+ * A slow path that spins in guest code keeps its vCPU thread on a host core;
+ * when vCPUs outnumber cores the vCPU it waits for may be the one that needs
+ * that core, and gets it only when the spinner's time slice ends.  After
+ * host_wait spins the wait goes to the host instead (RVG_CMD_WAIT), which
+ * yields the core or sleeps; nothing in the guest can see it (the spin
+ * counts are module-private).
+ */
+static unsigned int host_wait = 32;
+module_param(host_wait, uint, 0444);
+MODULE_PARM_DESC(host_wait, "crew=byte: spins before a CREW wait goes to the host (0: spin only)");
+
+void crew_port_host_wait(int id, u64 old, bool active, unsigned long spins)
+{
+	if (!host_wait || spins % host_wait || host_mode == RVG_MODE_NONE)
+		return;
+	host_cmd3(RVG_CMD_WAIT, id < 0 ? RVG_WAIT_ANY : id, old,
+		  active ? RVG_WAIT_ACTIVE : 0);
+	this_cpu_inc(rv_vcpu.stats[RV_BS_HOST_WAIT]);
 }
 
 bool rv_byte_replaying(void)
@@ -401,6 +427,8 @@ static void start_cpu(int cpu)
 		c->emit_priv = &prod[cpu];
 		if ((rv_bdebug & (32 | 64)) && cpu == 0)
 			hostile_record(cpu, rv_bdebug & 64);
+		if ((rv_bdebug & 128) && cpu == 0)	/* a vCPU that is not */
+			host_cmd3(RVG_CMD_WAIT, RVG_MAX_CPUS + 3, 0, 0);
 	}
 }
 
@@ -452,6 +480,7 @@ void rv_byte_show(struct seq_file *m)
 	seq_printf(m, "byte_replay_waits %llu\n", s[RV_BS_REPLAY_WAIT]);
 	seq_printf(m, "byte_drains %llu\n", s[RV_BS_DRAIN]);
 	seq_printf(m, "byte_refills %llu\n", s[RV_BS_REFILL]);
+	seq_printf(m, "byte_host_waits %llu\n", s[RV_BS_HOST_WAIT]);
 	seq_printf(m, "byte_native_exits %llu\n", READ_ONCE(rv_byte_native_exits));
 	rv_train_show(m);
 	for_each_online_cpu(cpu)

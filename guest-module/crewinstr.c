@@ -44,7 +44,7 @@
 struct rv_crew_consts rv_cc;
 /*
  * debugging: 1 no memory instrumentation, 2 no det points, 4 flags always
- * saved, 16 noinstr text left alone, 32 and 64 a hostile guest (byte.c)
+ * saved, 16 noinstr text left alone, 32, 64 and 128 a hostile guest (byte.c)
  */
 unsigned int rv_bdebug;
 module_param_named(bdebug, rv_bdebug, uint, 0444);

@@ -207,7 +207,7 @@ DECLARE_PER_CPU(struct rv_vcpu, rv_vcpu);
 enum rv_bstat {
 	RV_BS_SLOW, RV_BS_CLASSIFY, RV_BS_MMIO, RV_BS_STRING, RV_BS_REPLAY_WAIT,
 	RV_BS_DOORBELL, RV_BS_DRAIN, RV_BS_REFILL, RV_BS_NATIVE_EXIT,
-	RV_BS_UNINSTR, RV_BS_NR
+	RV_BS_UNINSTR, RV_BS_HOST_WAIT, RV_BS_NR
 };
 
 int rv_byte_init(void);			/* load: allocate */

@@ -263,7 +263,7 @@ static void crew_spin_lock(u32 *l)
 	while (crew_xchg(l, 1)) {
 		while (crew_load(l)) {
 			crew_cpu_relax();
-			crew_port_spin_yield(++spins);
+			crew_port_spin_wait(-1, 0, false, ++spins);
 		}
 	}
 }
@@ -340,8 +340,9 @@ static int crew_wait_owners(struct crew_cpu *c, u32 others)
 				}
 			}
 			if (pend) {
+				id = __builtin_ctz(pend);
 				crew_cpu_relax();
-				crew_port_spin_yield(++spins);
+				crew_port_spin_wait(id, c->snap[id], true, ++spins);
 			}
 		}
 		c->st.wait_spins += spins;
@@ -651,7 +652,7 @@ static int crew_replay_wait(struct crew_cpu *c, unsigned int id, u64 v)
 			}
 		}
 		crew_cpu_relax();
-		crew_port_spin_yield(spins);
+		crew_port_spin_wait(id, crew_load(&o->seq), false, spins);
 	}
 	c->st.replay_spins += spins;
 	crew_store_release(&c->waitw, 0);

@@ -26,8 +26,15 @@
 #define crew_le16_to_cpu(x)	le16_to_cpu((__force __le16)(x))
 #define crew_le64_to_cpu(x)	le64_to_cpu((__force __le64)(x))
 
-/* a vCPU is a physical CPU of the guest: never yield inside a wait */
-static inline void crew_port_spin_yield(unsigned long spins) { (void)spins; }
+/*
+ * A vCPU is a physical CPU of the guest, but vCPU threads may outnumber the
+ * host's cores: a long wait asks the host to sleep until vCPU @id's seq moves
+ * from @old, or (@active) it stops being ACTIVE; @id < 0: a lock's holder,
+ * unknown.  byte.c.
+ */
+void crew_port_host_wait(int id, u64 old, bool active, unsigned long spins);
+#define crew_port_spin_wait(id, old, active, spins) \
+	crew_port_host_wait(id, old, active, spins)
 
 #else /* userspace */
 #include <stdint.h>
@@ -60,8 +67,12 @@ typedef uint64_t u64;
 #define crew_le64_to_cpu(x)	crew_cpu_to_le64(x)
 
 /* threads may outnumber cores: give the core away during long waits */
-static inline void crew_port_spin_yield(unsigned long spins)
+static inline void crew_port_spin_wait(int id, u64 old, bool active,
+				       unsigned long spins)
 {
+	(void)id;
+	(void)old;
+	(void)active;
 	if ((spins & 255) == 255)
 		sched_yield();
 }

@@ -35,7 +35,8 @@
 
 #include <linux/types.h>
 
-#define RVG_ABI_VERSION		2	/* 2: transfer records carry their site */
+#define RVG_ABI_VERSION		3	/* 2: transfer records carry their site;
+					 * 3: RVG_CMD_WAIT */
 
 /* I/O ports (free on QEMU's pc machine) */
 #define RVG_PORT_DB		0xe4	/* det-point doorbell (out %al) */
@@ -53,7 +54,18 @@ enum rvg_cmd {
 	RVG_CMD_REFILL = 4,	/* replay: this vCPU's ring is empty */
 	RVG_CMD_ERROR = 5,	/* rdi = crew error code, rsi = pc of the access (0) */
 	RVG_CMD_FENCE = 6,	/* rdi = vCPU mask: remote fence (unused in v1) */
+	/*
+	 * A CREW wait that spun for a while: the host yields or sleeps until
+	 * vCPU rdi's seq differs from rsi, or (rdx & RVG_WAIT_ACTIVE) its state
+	 * is not ACTIVE, or a bounded time passed (rdi == RVG_WAIT_ANY: a lock
+	 * whose holder is unknown, one short yield).  Not logged, changes nothing in
+	 * the guest: the guest looks again either way.
+	 */
+	RVG_CMD_WAIT = 7,
 };
+
+#define RVG_WAIT_ANY		0xffffffffffffffffull
+#define RVG_WAIT_ACTIVE		1
 
 enum rvg_host_mode {
 	RVG_MODE_NONE = 0,	/* no host (plain run): records are discarded */
