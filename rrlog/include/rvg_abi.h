@@ -37,6 +37,7 @@
 
 #define RVG_ABI_VERSION		3	/* 2: transfer records carry their site;
 					 * 3: RVG_CMD_WAIT */
+#define RVG_ABI_MIN_VERSION	2	/* the oldest a host still accepts */
 
 /* I/O ports (free on QEMU's pc machine) */
 #define RVG_PORT_DB		0xe4	/* det-point doorbell (out %al) */
