@@ -20,6 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, os.path.join(HERE, "..", "vm-images"))
+import qemu_ab  # noqa: E402
 import rrtest  # noqa: E402
 import vmrun  # noqa: E402
 
@@ -79,15 +80,7 @@ def main(argv=None):
         "| handed to the host (host_wait=32) | %.1f s | %.1f s |" % med["host"],
         "| host / spin | %.2f | %.2f |" % (med["host"][0] / med["spin"][0],
                                           med["host"][1] / med["spin"][1])]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    if bad:
-        print("%d run(s) FAILED (no REPLAY OK or other results)" % bad, file=sys.stderr)
-        return 1
-    return 0
+    return qemu_ab.finish(lines, a.out, bad)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,19 @@ def one(qemu, vcpus, cmd, log):
     return t1 - t0, t2 - t1, ok, rp.events
 
 
+def finish(lines, out, bad):
+    """Print the table (and write it to out); exit status 1 if a run failed."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    if bad:
+        print("%d run(s) FAILED (no REPLAY OK or other results)" % bad, file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--a", required=True, help="QEMU binary A (the baseline)")
@@ -68,15 +81,7 @@ def main(argv=None):
     lines.append("")
     lines.append("A: %s" % a.a)
     lines.append("B: %s" % a.b)
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    if bad:
-        print("%d run(s) FAILED (no REPLAY OK or other results)" % bad, file=sys.stderr)
-        return 1
-    return 0
+    return finish(lines, a.out, bad)
 
 
 if __name__ == "__main__":
