@@ -22,16 +22,23 @@ import rrtest  # noqa: E402
 import vmrun  # noqa: E402
 
 
-def one(qemu, vcpus, cmd, log):
+def record_replay(log, timeout=900, **run_kw):
+    """Record vmrun.run(**run_kw) into log, then replay it: (record s,
+    replay s, ok, the recording's Result, the Replay)."""
     t0 = time.monotonic()
-    rec = vmrun.run(vcpus=vcpus, accel="tcg", record=log, cmd=cmd, qemu=qemu, timeout=900)
+    rec = vmrun.run(accel="tcg", record=log, timeout=timeout, **run_kw)
     t1 = time.monotonic()
     want = rrtest.results(rec.output)
-    rp = rrtest.replay(log, timeout=900, expect_ok=False)
+    rp = rrtest.replay(log, timeout=timeout, expect_ok=False)
     t2 = time.monotonic()
     ok = rec.status == 0 and rp.status == 0 and "REPLAY OK" in rp.stderr and \
         rrtest.results(rp.output) == want
-    return t1 - t0, t2 - t1, ok, rp.events
+    return t1 - t0, t2 - t1, ok, rec, rp
+
+
+def one(qemu, vcpus, cmd, log):
+    rec_s, rep_s, ok, _, rp = record_replay(log, vcpus=vcpus, cmd=cmd, qemu=qemu)
+    return rec_s, rep_s, ok, rp.events
 
 
 def finish(lines, out, bad):
