@@ -142,10 +142,9 @@ def test_gdb_at_the_until_point_sees_the_same_vcpus_twice(smp_log):
     assert seen[0] == seen[1]
 
 
-def _record_and_kill(log, sig, after_line):
+def _record_and_kill(log, sig, after_line, command="/opt/rv/bin/racy_counter -n 500M -a 0 | tail -1"):
     """Record until the console shows after_line, then send sig to QEMU."""
-    argv = vmrun.qemu_argv(vcpus=2, command="/opt/rv/bin/racy_counter -n 500M -a 0 | tail -1",
-                           extra=["-rr", "record,log=%s" % log])
+    argv = vmrun.qemu_argv(vcpus=2, command=command, extra=["-rr", "record,log=%s" % log])
     q = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     seen = b""
     deadline = time.monotonic() + 300
@@ -181,6 +180,24 @@ def test_sigkill_loses_at_most_the_last_flush(tmp_path):
     assert os.path.getsize(log) > 1 << 20
     rp = rrtest.replay(log, timeout=600)
     assert "the recording was cut at byte" in rp.stderr
+
+
+def test_sigkill_while_nothing_reads_replays_to_the_cut(tmp_path, monkeypatch):
+    """Cut while one vCPU spins in user mode and the other idles in hlt:
+    after the last logged event neither reads a device or the clock again
+    (the interrupts that would wake them were never logged), so no vCPU
+    finds the cut by itself.  The replay must still end there, not be
+    taken for a stall."""
+    log = tmp_path / "run.rr"
+    _record_and_kill(log, signal.SIGKILL, b"SPINNING",
+                     command="sh -c 'while :; do :; done' & sleep 1; echo SPINNING; wait")
+    # a stall would be reported after 30 s (120 by default)
+    monkeypatch.setenv("RRVM_STALL_SECONDS", "30")
+    t0 = time.monotonic()
+    rp = rrtest.replay(log, timeout=300)
+    assert "the recording was cut at byte" in rp.stderr, rp.stderr[-2000:]
+    assert "SPINNING" in rp.output
+    assert time.monotonic() - t0 < 120
 
 
 def test_record_command_records_what_replay_reruns(tmp_path):
