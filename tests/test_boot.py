@@ -92,7 +92,11 @@ def test_cross_modified_code_never_runs_stale(tmp_path, monkeypatch, delay_us, r
     that way.  0037 alone still lost about one in 10^7 rounds (CI saw one):
     a store that made its TLB entry writable just after a translation
     protected the page.  QEMU's test hook widens that window to 50 us;
-    without 0038's recheck every round is then stale."""
+    without 0038's recheck every round is then stale.  CI then saw one
+    stale round in that 50 us run: translations restarted past 0037's
+    bound while the delayed store was in flight; 0039 waits for it
+    instead, and 0040 waits for stores already past their TLB check when
+    the page is protected (taken in about 2 rounds of 3 here)."""
     exe = tmp_path / "xmodify"
     import subprocess
     subprocess.run(["gcc", "-static", "-O2", "-pthread", "-o", str(exe),
