@@ -5,8 +5,12 @@ One guest boot, same accelerator: for each repetition every workload runs
 natively and translated (module loaded with dbt=1, after one untimed warm-up
 pass that fills the code cache), in alternating order (ABBA).  Times are the
 workloads' own elapsed-time lines; the table shows medians and their ratio.
+--variant NAME='PARAMS' adds a translated variant with other module
+parameters (each loaded on its own, in the same ABBA order), e.g. to
+compare two translator settings against native in one boot.
 
   guest-module/bench_dbt.py --vcpus 2 --reps 3 read socket forkwait
+  guest-module/bench_dbt.py --reps 4 --variant nosb='dbt=1 sb=0' socket
 """
 import argparse
 import os
@@ -21,23 +25,27 @@ DEFAULT = ["read", "readdir", "ipc", "socket", "forkwait", "http", "racy_kernel"
 TIME = re.compile(r"^(\w+): (?:\d+ requests in )?([0-9.]+) s[,;( ]", re.M)
 
 
-def guest_script(workloads, reps):
+def guest_script(workloads, reps, variants):
+    """variants: (name, module parameters or None for native), run in
+    this order on even repetitions and reversed on odd ones."""
     # the kernel command line holds at most 2048 bytes (base64): shell functions
     cmds = " ".join("'%s'" % vmrun.WORKLOADS[w] for w in workloads)
-    return "\n".join([
+    lines = [
         "cd /opt/rv/bin",
         "R(){ m=$1;shift;echo \"BENCH $m ${1%% *}\";./$1 2>&1|grep -E ' s[,;( ]|^RESULT';}",
         "A(){ m=$1;shift;for c in \"$@\";do R $m \"$c\";done;}",
         "W(){ for c in \"$@\";do ./$c >/dev/null 2>&1;done;}",
-        "ON(){ insmod /opt/rv/replayvm.ko dbt=1||echo BENCH-FAIL;W \"$@\";}",
         "OFF(){ grep -E '^(kernel_time|entries_tr|blocks)' /proc/replayvm;rmmod replayvm||echo BENCH-FAIL;}",
+        # V name params|- workloads...: one variant's pass, the module loaded with params
+        "V(){ v=$1;p=$2;shift 2;if [ \"$p\" = - ];then A $v \"$@\";"
+        "else insmod /opt/rv/replayvm.ko $p||echo BENCH-FAIL;W \"$@\";A $v \"$@\";OFF;fi;}",
         "set -- " + cmds,
         "W \"$@\"",   # warm the page cache and the workloads' files natively first
-        "r=0;while [ $r -lt %d ];do" % reps,
-        " if [ $((r%2)) = 0 ];then A native \"$@\";ON \"$@\";A dbt \"$@\";OFF",
-        " else ON \"$@\";A dbt \"$@\";OFF;A native \"$@\";fi;r=$((r+1))",
-        "done",
-    ])
+    ]
+    for r in range(reps):
+        for name, params in (variants if r % 2 == 0 else variants[::-1]):
+            lines.append("V %s '%s' \"$@\"" % (name, params or "-"))
+    return "\n".join(lines)
 
 
 def parse(out):
@@ -62,28 +70,43 @@ def main():
     ap.add_argument("--image", default=os.environ.get("RV_IMAGE", vmrun.IMAGE))
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--serial-log")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=PARAMS",
+                    help="another translated variant: module parameters for insmod")
     ap.add_argument("workloads", nargs="*", default=DEFAULT)
     a = ap.parse_args()
-    r = vmrun.run(vcpus=a.vcpus, cmd=guest_script(a.workloads, a.reps), timeout=a.timeout,
-                  accel="tcg", image=a.image, serial_log=a.serial_log)
+    variants = [("native", None), ("dbt", "dbt=1")]
+    for v in a.variant:
+        name, sep, params = v.partition("=")
+        if not sep or not re.fullmatch(r"\w+", name) or name in dict(variants) \
+                or not re.fullmatch(r"[\w=, ]+", params):
+            ap.error("--variant %r: want NAME='module parameters' with a new NAME" % v)
+        variants.append((name, params))
+    r = vmrun.run(vcpus=a.vcpus, cmd=guest_script(a.workloads, a.reps, variants),
+                  timeout=a.timeout, accel="tcg", image=a.image, serial_log=a.serial_log)
     if r.status != 0 or "BENCH-FAIL" in r.output:
         print(r.console[-4000:])
         return 1
     t = parse(r.output)
     print("vcpus=%d reps=%d (MTTCG, medians of the workloads' own timings)" % (a.vcpus, a.reps))
-    print("| workload | native s | dbt s | dbt/native |")
-    print("|---|---|---|---|")
-    ratios = []
+    names = [v for v, _ in variants[1:]]
+    print("| workload | native s | %s |" % " | ".join("%s s | %s/native" % (v, v) for v in names))
+    print("|---|---|" + "---|---|" * len(names))
+    ratios = {v: [] for v in names}
     for w in a.workloads:
-        n, d = t.get(("native", w)), t.get(("dbt", w))
-        if not n or not d:
-            print("| %s | ? | ? | ? |" % w)
-            continue
-        mn, md = statistics.median(n), statistics.median(d)
-        ratios.append(md / mn)
-        print("| %s | %.3f | %.3f | %.2f |" % (w, mn, md, md / mn))
-    if ratios:
-        print("geometric mean dbt/native: %.3f" % statistics.geometric_mean(ratios))
+        n = t.get(("native", w))
+        row = ["%.3f" % statistics.median(n) if n else "?"]
+        for v in names:
+            d = t.get((v, w))
+            if not n or not d:
+                row += ["?", "?"]
+                continue
+            mn, md = statistics.median(n), statistics.median(d)
+            ratios[v].append(md / mn)
+            row += ["%.3f" % md, "%.2f" % (md / mn)]
+        print("| %s | %s |" % (w, " | ".join(row)))
+    for v in names:
+        if ratios[v]:
+            print("geometric mean %s/native: %.3f" % (v, statistics.geometric_mean(ratios[v])))
     for line in r.output.splitlines():
         if line.startswith(("kernel_time", "entries_translated", "blocks")):
             print("  " + line)

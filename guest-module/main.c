@@ -26,6 +26,8 @@ module_param(dbt, bool, 0444);
 MODULE_PARM_DESC(dbt, "run the kernel from the code cache (identity translation)");
 module_param_named(callret, rv_callret, bool, 0444);
 MODULE_PARM_DESC(callret, "identity-translate call/ret (code-cache return addresses on stacks, rewritten at switch-off; thesis 3.3/3.7); 0: calls push native return addresses and returns go through the jumptable");
+module_param_named(sb, rv_superblock, bool, 0444);
+MODULE_PARM_DESC(sb, "identity translation: a conditional branch's fall-through path goes on in the same block (superblocks); 0: every jcc ends its block (always so with crew=byte or train)");
 static char *instr = "none";
 module_param(instr, charp, 0444);
 MODULE_PARM_DESC(instr, "instrumentation of translated code: none, count (inline counters of memory accesses and deterministic points)");
@@ -122,6 +124,8 @@ int __init replayvm_init(void)
 	if (!strcmp(crew, "byte")) {
 		rv_byte = true;
 		rv_callret = false;	/* stacks hold native return addresses */
+		/* not yet run through byte mode's record/replay stress */
+		rv_superblock = false;
 		instr = "crew";
 		ret = rv_byte_init();
 		if (ret)
@@ -131,6 +135,7 @@ int __init replayvm_init(void)
 			goto out_byte;
 	} else if (!strcmp(crew, "train")) {
 		rv_train = true;
+		rv_superblock = false;	/* as byte mode, whose lists it makes */
 		instr = "train";
 		ret = rv_train_init();
 		if (ret)

@@ -129,6 +129,7 @@ void rv_invalidate_range(unsigned long start, unsigned long end);
 unsigned long rv_nblocks(void);
 extern bool rv_active;
 extern bool rv_callret;
+extern bool rv_superblock;
 unsigned long rv_rewrite_stack(unsigned long *from, unsigned long *to, unsigned long *unmapped);
 extern atomic64_t rv_fixups, rv_fixup_miss;
 

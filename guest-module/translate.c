@@ -8,6 +8,10 @@
  *  - direct jmp/jcc end the block with rel32 branches to per-exit stubs
  *    (push $target; call chain_miss) that the dispatcher later patches to
  *    jump straight to the translated target (block chaining);
+ *  - superblocks (sb=1, identity mode): after a jcc the block goes on with
+ *    its fall-through path, so the hot path is laid out as in native code.
+ *    Under TCG this matters most: a jcc exit to a block elsewhere in the
+ *    cache costs a TB of its own and, across a page, a TB lookup;
  *  - call pushes the *native* return address and jumps to the callee's
  *    translation: stack contents stay native, so unwinders, exception
  *    tables, __builtin_return_address and the kernel's own return-address
@@ -59,6 +63,7 @@ static __always_inline void rv_spin_unlock(void)
 DEFINE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 bool rv_active;
 bool rv_callret = true;
+bool rv_superblock = true;
 atomic64_t rv_fixups, rv_fixup_miss;
 
 unsigned long rv_nblocks(void)
@@ -384,6 +389,8 @@ static struct rv_block *translate(unsigned long pc0)
 			break;
 		case 0x70 ... 0x7f:			/* jcc rel8 */
 			jcc_exit(&e, x, &nx, op0 & 0xf, tgt);
+			if (rv_superblock)
+				break;		/* the block goes on at next */
 			jmp_exit(&e, x, &nx, next);
 			done = true;
 			break;
@@ -511,6 +518,8 @@ static struct rv_block *translate(unsigned long pc0)
 		case 0x0f:
 			if (op1 >= 0x80 && op1 <= 0x8f) {	/* jcc rel32 */
 				jcc_exit(&e, x, &nx, op1 & 0xf, tgt);
+				if (rv_superblock)
+					break;	/* the block goes on at next */
 				jmp_exit(&e, x, &nx, next);
 				done = true;
 				break;
