@@ -24,9 +24,8 @@ def main():
     runs, hogs, rounds, delay = (int(sys.argv[1]), int(sys.argv[2]),
                                  sys.argv[3], sys.argv[4])
     qemus = sys.argv[5:]
-    exe = os.path.join(tempfile.mkdtemp(), "xmodify")
-    subprocess.run(["gcc", "-static", "-O2", "-pthread", "-o", exe,
-                    os.path.join(HERE, "..", "tests", "guest", "xmodify.c")], check=True)
+    exe = vmrun.static_binary(os.path.join(HERE, "..", "tests", "guest", "xmodify.c"),
+                              os.path.join(tempfile.mkdtemp(), "xmodify"), ["-pthread"])
     os.environ["RRVM_TEST_CODE_WRITE_DELAY_US"] = delay
     hp = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(hogs)]
     res = {q: [] for q in qemus}

@@ -6,7 +6,6 @@ fixups for faults in the code cache, and unload/reload under load.
 RV_IMAGE=dir runs these against another image directory (default build/image)."""
 import os
 import re
-import subprocess
 
 import pytest
 import vmrun
@@ -73,8 +72,7 @@ def efault_bin(tmp_path_factory):
     d = tmp_path_factory.mktemp("dbt")
     src, exe = d / "efault.c", d / "efault"
     src.write_text(EFAULT_C)
-    subprocess.run(["gcc", "-static", "-O2", "-w", "-o", str(exe), str(src)], check=True)
-    return str(exe)
+    return vmrun.static_binary(src, exe, ["-w"])
 
 
 def test_dbt_runs_kernel_translated(efault_bin):

@@ -109,8 +109,7 @@ def test_undefined_flags_do_not_depend_on_where_a_tb_starts(tmp_path):
     (a final RAM hash that differed in one stale stack word).  QEMU 0033
     keeps them when recording or replaying."""
     exe = tmp_path / "btflags"
-    subprocess.run(["gcc", "-static", "-O2", "-o", str(exe),
-                    os.path.join(os.path.dirname(__file__), "btflags.c")], check=True)
+    rrtest.vmrun.static_binary(os.path.join(os.path.dirname(__file__), "btflags.c"), exe)
     # an initrd that outlives the recording: replay checks it is the same
     initrd = rrtest.vmrun.user_initrd(os.path.join(rrtest.vmrun.IMAGE, "initramfs.cpio.gz"),
                                       str(exe), str(tmp_path))

@@ -113,6 +113,13 @@ def guest_command(workload=None, args=(), binary=None, cmd=None):
     return "uname -a"
 
 
+def static_binary(src, exe, flags=()):
+    """Compile a test program for the guest (run(binary=...)): static,
+    since the image has no C library of the host's version."""
+    subprocess.run(["gcc", "-static", "-O2", *flags, "-o", str(exe), str(src)], check=True)
+    return str(exe)
+
+
 def user_initrd(base, binary, tmpdir):
     """The base initramfs followed by a second cpio holding the user's program
     (the kernel unpacks concatenated archives in order)."""

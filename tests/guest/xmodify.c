@@ -10,7 +10,12 @@
  * already be storing k + 1).  A smaller value is a translation of the old
  * instruction that outlived the store: a stale translated block.
  *
- * usage: xmodify ROUNDS   prints "RESULT xmodify rounds=N stale=S"
+ * usage: xmodify ROUNDS [SECONDS]
+ * prints "RESULT xmodify rounds=N stale=S", N the rounds done: the writer
+ * stops early after SECONDS.  Both threads spin, so on a host with fewer
+ * free cores than vCPUs a round can cost a host time slice (a busy host
+ * once made 300000 rounds take over 1000 s): the time bound keeps such a
+ * run to a known length, and the caller judges whether N was enough.
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -20,10 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 static unsigned char *code;
 static _Atomic unsigned long published, acked;
-static unsigned long rounds;
+/* the last round: lowered by the writer when its time is up */
+static _Atomic unsigned long last;
 
 static int run_code(void)
 {
@@ -35,11 +42,12 @@ static void *runner(void *arg)
 	unsigned long k, stale = 0;
 	unsigned int a, b, c, d;
 
-	for (k = 1; k <= rounds; k++) {
+	for (k = 1; k <= atomic_load(&last); k++) {
 		int v;
 
 		while (atomic_load(&published) < k)
-			;
+			if (atomic_load(&last) < k)
+				return (void *)stale;
 		atomic_store(&acked, k);
 		__cpuid(0, a, b, c, d);
 		v = run_code();
@@ -53,9 +61,14 @@ int main(int argc, char **argv)
 {
 	pthread_t t;
 	void *stale;
-	unsigned long k;
+	unsigned long k, rounds;
+	struct timespec t0, now;
+	double seconds;
 
 	rounds = argc > 1 ? strtoul(argv[1], NULL, 0) : 100000;
+	seconds = argc > 2 ? strtod(argv[2], NULL) : 1e9;
+	atomic_store(&last, rounds);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (code == MAP_FAILED) {
@@ -73,6 +86,14 @@ int main(int argc, char **argv)
 		atomic_store(&published, k);
 		while (atomic_load(&acked) < k)
 			;
+		if (k % 1024)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - t0.tv_sec + (now.tv_nsec - t0.tv_nsec) * 1e-9 > seconds) {
+			rounds = k;
+			atomic_store(&last, k);
+			break;
+		}
 	}
 	pthread_join(t, &stale);
 	printf("RESULT xmodify rounds=%lu stale=%lu\n", rounds,
