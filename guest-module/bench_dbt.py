@@ -94,13 +94,14 @@ def main():
     ratios = {v: [] for v in names}
     for w in a.workloads:
         n = t.get(("native", w))
-        row = ["%.3f" % statistics.median(n) if n else "?"]
+        mn = statistics.median(n) if n else None
+        row = ["%.3f" % mn if n else "?"]
         for v in names:
             d = t.get((v, w))
             if not n or not d:
                 row += ["?", "?"]
                 continue
-            mn, md = statistics.median(n), statistics.median(d)
+            md = statistics.median(d)
             ratios[v].append(md / mn)
             row += ["%.3f" % md, "%.2f" % (md / mn)]
         print("| %s | %s |" % (w, " | ".join(row)))

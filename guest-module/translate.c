@@ -189,6 +189,20 @@ static void jcc_exit(struct rv_emit *e, struct exit *x, int *nx, int cc, unsigne
 }
 
 /*
+ * A jcc's exits: the taken one, then, unless superblocks go on with the
+ * fall-through path, a jmp to it that ends the block (returns true).
+ */
+static bool jcc_exits(struct rv_emit *e, struct exit *x, int *nx, int cc,
+		      unsigned long tgt, unsigned long next)
+{
+	jcc_exit(e, x, nx, cc, tgt);
+	if (rv_superblock)
+		return false;
+	jmp_exit(e, x, nx, next);
+	return true;
+}
+
+/*
  * Byte mode: exits of entry code may run before its swapgs, on the user's
  * gs, where chain_miss (which uses this CPU's slots) cannot run.  They are
  * linked right after the block is translated (get_block), translating their
@@ -388,11 +402,7 @@ static struct rv_block *translate(unsigned long pc0)
 			done = true;
 			break;
 		case 0x70 ... 0x7f:			/* jcc rel8 */
-			jcc_exit(&e, x, &nx, op0 & 0xf, tgt);
-			if (rv_superblock)
-				break;		/* the block goes on at next */
-			jmp_exit(&e, x, &nx, next);
-			done = true;
+			done = jcc_exits(&e, x, &nx, op0 & 0xf, tgt, next);
 			break;
 		case 0xc3:				/* ret */
 			if (rv_callret)
@@ -517,11 +527,7 @@ static struct rv_block *translate(unsigned long pc0)
 			goto copy;
 		case 0x0f:
 			if (op1 >= 0x80 && op1 <= 0x8f) {	/* jcc rel32 */
-				jcc_exit(&e, x, &nx, op1 & 0xf, tgt);
-				if (rv_superblock)
-					break;	/* the block goes on at next */
-				jmp_exit(&e, x, &nx, next);
-				done = true;
+				done = jcc_exits(&e, x, &nx, op1 & 0xf, tgt, next);
 				break;
 			}
 			if (op1 == 0x0b || op1 == 0xb9 || op1 == 0xff ||	/* ud2/ud1/ud0 */
