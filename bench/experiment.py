@@ -30,6 +30,13 @@ fig_transfers.png (ownership transfers/s).
 
   bench/experiment.py --out bench/results/experiment       # full (hours)
   bench/experiment.py --quick --out /tmp/exp                # a few minutes
+
+The full run takes hours on a small host (byte-CREW replays run at 30-100x
+here), so it can be accumulated: with --resume, rows already in DIR's
+results.csv that have at least --reps reps and no failure are kept, and only
+the other cells run.  Each row carries when it was measured and with which
+QEMU build and tree, and results.md lists them, so a table assembled over
+several runs says so.
 """
 import argparse
 import csv
@@ -69,7 +76,9 @@ COLUMNS = (["workload", "vcpus"] + ["%s_s" % v for v in VARIANTS] +
            ["%s_ratio" % v for v in VARIANTS if v != "plain"] +
            ["page_log_mb", "page_log_mb_per_s", "page_events", "page_transfers_per_s",
             "page_false_sharing", "byte_log_mb", "byte_log_mb_per_s", "byte_events", "byte_transfers_per_s",
-            "reps", "failures", "not_available"])
+            "reps", "failures", "not_available", "measured", "qemu", "tree"])
+INT_COLUMNS = {"vcpus", "reps", "page_events", "byte_events"}
+TEXT_COLUMNS = {"workload", "failures", "not_available", "measured", "qemu", "tree"}
 
 
 class Failed(Exception):
@@ -182,6 +191,7 @@ def measure(w, cmd, vcpus, reps, timeout, byte_ok, verbose):
                     fails.append(v)
     row = {"workload": w, "vcpus": vcpus, "reps": reps, "failures": " ".join(sorted(set(fails))),
            "not_available": "" if byte_ok else "byte-record byte-replay"}
+    row.update(provenance())
     med = {v: statistics.median(t) if t else None for v, t in times.items()}
     for v in VARIANTS:
         row["%s_s" % v] = med[v]
@@ -208,8 +218,9 @@ def cell(row, v):
 
 
 def markdown(rows, machine):
+    reps = sorted({r["reps"] for r in rows})
     out = ["Workload runtime in seconds (host clock between the guest's RVMARK lines; "
-           "median of %d reps) and ratio to plain." % rows[0]["reps"] if rows else "", "",
+           "median of %s reps) and ratio to plain." % " or ".join(map(str, reps)), "",
            "| workload | vCPUs | " + " | ".join(VARIANTS) + " | page log MB/s | page transfers/s "
            "| page false sharing | byte log MB/s | byte transfers/s |",
            "|" + "---|" * (len(VARIANTS) + 7)]
@@ -223,9 +234,17 @@ def markdown(rows, machine):
             "n/a" if r["not_available"] else fmt(r.get("byte_log_mb_per_s"), "%.2f"),
             "n/a" if r["not_available"] else fmt(r.get("byte_transfers_per_s"), "%.0f")))
     out += ["", "Machine: " + ", ".join("%s %s" % kv for kv in machine.items())]
+    out += ["", "Rows measured (a table kept with --resume comes from several runs):", ""]
+    groups = {}
+    for r in rows:
+        groups.setdefault((r.get("qemu") or "?", r.get("tree") or "?"), []).append(r)
+    for (q, t), rs in groups.items():
+        when = sorted(r.get("measured") or "?" for r in rs)
+        out.append("- %s (%s to %s): QEMU %s, tree %s" % (
+            ", ".join("%s/%d" % (r["workload"], r["vcpus"]) for r in rs), when[0], when[-1], q, t))
     out += ["", "(too short): the timed span was under %.1f s, where how fast the console "
             "lines reach the host dominates; size the workload up." % TOO_SHORT_S]
-    if rows and rows[0]["not_available"]:
+    if any(r["not_available"] for r in rows):
         out += ["", "n/a: " + BYTE_NA + "."]
     return "\n".join(out) + "\n"
 
@@ -265,6 +284,63 @@ def plots(rows, outdir):
          "ownership transfers / s", "CREW transfers")
 
 
+def tree_rev():
+    try:
+        p = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30)
+        return p.stdout.decode().strip() or "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def qemu_build():
+    ver = os.path.join(os.path.dirname(vmrun.QEMU), "VERSION")
+    return open(ver).read().strip() if os.path.exists(ver) else "?"
+
+
+def provenance():
+    return {"measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "qemu": qemu_build(), "tree": tree_rev()}
+
+
+def read_rows(path):
+    """Rows of an earlier results.csv, typed as measure() makes them."""
+    rows = []
+    with open(path, newline="") as f:
+        for i, r in enumerate(csv.DictReader(f), 2):
+            row = {}
+            try:
+                for k, v in r.items():
+                    if k is None or k not in COLUMNS:
+                        continue
+                    if k in TEXT_COLUMNS:
+                        row[k] = v or ""
+                    elif v == "" or v is None:
+                        row[k] = None
+                    else:
+                        row[k] = int(v) if k in INT_COLUMNS else float(v)
+            except ValueError as e:
+                raise SystemExit("experiment: %s line %d: %s" % (path, i, e))
+            if not row.get("workload") or not row.get("vcpus"):
+                raise SystemExit("experiment: %s line %d: no workload or vcpus" % (path, i))
+            rows.append(row)
+    return rows
+
+
+def keepable(row, reps):
+    """A finished cell: enough reps and nothing failed."""
+    return (row.get("reps") or 0) >= reps and not row.get("failures")
+
+
+def plan(cells, old, reps):
+    """-> (rows to keep, cells to run).  Every requested cell appears once:
+    kept from @old when finished, else run; finished rows of @old that were
+    not requested are kept as well (results, not requested this time)."""
+    done = {(r["workload"], r["vcpus"]): r for r in old if keepable(r, reps)}
+    todo = [c for c in cells if c not in done]
+    return list(done.values()), todo
+
+
 def machine_info():
     model = ""
     try:
@@ -272,11 +348,10 @@ def machine_info():
             model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
         pass
-    ver = os.path.join(os.path.dirname(vmrun.QEMU), "VERSION")
     return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "host": platform.node(), "cpus": os.cpu_count(), "cpu": model,
             "load": "%.1f" % os.getloadavg()[0], "accel": "TCG (MTTCG)",
-            "qemu": open(ver).read().strip() if os.path.exists(ver) else "?"}
+            "qemu": qemu_build(), "tree": tree_rev()}
 
 
 def main():
@@ -288,6 +363,8 @@ def main():
     ap.add_argument("--quick", action="store_true", help="read only, 1 and 2 vCPUs, 1 rep (checks the pipeline)")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per VM run (default 900)")
     ap.add_argument("--out", required=True, metavar="DIR", help="results folder")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep finished rows of DIR/results.csv, run only the other cells")
     ap.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     ap.add_argument("workloads", nargs="*", help="subset of: " + ", ".join(WORKLOADS))
     a = ap.parse_args()
@@ -301,23 +378,45 @@ def main():
     if reps < 1:
         ap.error("--reps must be >= 1")
     os.makedirs(a.out, exist_ok=True)
-    byte_ok = byte_crew_available()
+    csv_path = os.path.join(a.out, "results.csv")
+    cells = [(w, n) for w in wls for n in vcpus]
+    old = read_rows(csv_path) if a.resume and os.path.exists(csv_path) else []
+    kept, todo = plan(cells, old, reps)
+    if a.resume:
+        print("experiment: %d cell(s) kept from %s, %d to run" % (len(kept), csv_path, len(todo)),
+              file=sys.stderr, flush=True)
+    byte_ok = byte_crew_available() if todo else True
     if not byte_ok:
         print("experiment: " + BYTE_NA + "; those columns are n/a", file=sys.stderr)
     machine = machine_info()
-    rows = []
-    with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
-        cw = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
-        cw.writeheader()
-        for w in wls:
-            for n in vcpus:
-                r = measure(w, table[w], n, reps, a.timeout, byte_ok, a.verbose)
-                rows.append(r)
+    fresh = {}
+
+    def ordered():
+        """requested cells in order, then kept rows not requested this time"""
+        have = {(r["workload"], r["vcpus"]): r for r in kept}
+        have.update(fresh)
+        first = [have[c] for c in cells if c in have]
+        return first + [r for c, r in have.items() if c not in cells]
+
+    def write_csv():
+        # rewritten whole after each cell (a temporary, then renamed): an
+        # interrupted run leaves every finished cell for --resume
+        with open(csv_path + ".tmp", "w", newline="") as f:
+            cw = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
+            cw.writeheader()
+            for r in ordered():
                 cw.writerow({k: ("%.4g" % v if isinstance(v, float) else ("" if v is None else v))
                              for k, v in r.items()})
-                f.flush()
-                print("%s %d vCPU: %s" % (w, n, "  ".join("%s %s" % (v, cell(r, v)) for v in VARIANTS)),
-                      flush=True)
+        os.replace(csv_path + ".tmp", csv_path)
+
+    write_csv()
+    for w, n in todo:
+        r = measure(w, table[w], n, reps, a.timeout, byte_ok, a.verbose)
+        fresh[(w, n)] = r
+        write_csv()
+        print("%s %d vCPU: %s" % (w, n, "  ".join("%s %s" % (v, cell(r, v)) for v in VARIANTS)),
+              flush=True)
+    rows = ordered()
     machine["load_end"] = "%.1f" % os.getloadavg()[0]
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(markdown(rows, machine))

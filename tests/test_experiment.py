@@ -51,3 +51,71 @@ def test_quick_experiment_output_is_complete(tmp_path):
     for fig in ("fig_overhead.png", "fig_log.png", "fig_transfers.png"):
         w, h = png_size(out / fig)
         assert w >= 400 and h >= 300 and os.path.getsize(out / fig) > 5000, fig  # 450x360 a panel
+
+
+sys.path.insert(0, os.path.dirname(EXPERIMENT))
+import experiment  # noqa: E402
+
+
+def finished_row(w, n, reps=3, failures=""):
+    r = {k: None for k in experiment.COLUMNS}
+    r.update(workload=w, vcpus=n, reps=reps, failures=failures, not_available="",
+             measured="2026-11-27 10:00 UTC", qemu="q1", tree="t1")
+    for i, v in enumerate(experiment.VARIANTS):
+        r["%s_s" % v] = 2.0 + i
+        if v != "plain":
+            r["%s_ratio" % v] = (2.0 + i) / 2.0
+    r.update(page_events=5000, byte_events=7000, page_log_mb_per_s=1.5, byte_log_mb_per_s=0.25,
+             page_transfers_per_s=900.0, byte_transfers_per_s=40.0, page_false_sharing=0.75)
+    return r
+
+
+def test_resume_keeps_finished_cells_and_runs_the_rest():
+    old = [finished_row("read", 2), finished_row("read", 4, failures="byte-replay"),
+           finished_row("ipc", 2, reps=1), finished_row("http", 1)]
+    kept, todo = experiment.plan([("read", 2), ("read", 4), ("ipc", 2), ("socket", 2)], old, 3)
+    # a failed cell and one with too few reps run again; http/1 was not
+    # asked for but is a finished result, so it stays in the table
+    assert todo == [("read", 4), ("ipc", 2), ("socket", 2)]
+    assert sorted((r["workload"], r["vcpus"]) for r in kept) == [("http", 1), ("read", 2)]
+    assert experiment.plan([("ipc", 2)], old, 1)[1] == []
+
+
+def test_resume_with_every_cell_finished_runs_nothing_and_rewrites_the_report(tmp_path):
+    """Rows written by one run are read back by the next: the CSV round
+    trip keeps types, and the report names where each row came from."""
+    out = tmp_path / "exp"
+    out.mkdir()
+    rows = [finished_row("read", 2), finished_row("socket", 2)]
+    rows[1].update(qemu="q2", tree="t2", measured="2026-11-28 09:00 UTC")
+    with open(out / "results.csv", "w", newline="") as f:
+        cw = csv.DictWriter(f, experiment.COLUMNS)
+        cw.writeheader()
+        for r in rows:
+            cw.writerow({k: "" if v is None else v for k, v in r.items()})
+    assert experiment.read_rows(str(out / "results.csv")) == rows
+    # a cell to run would boot guests: give it no time to
+    p = subprocess.run([sys.executable, EXPERIMENT, "--resume", "--reps", "3", "--vcpus", "2",
+                        "--timeout", "1", "--out", str(out), "read", "socket"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    text = p.stdout.decode() + p.stderr.decode()
+    assert p.returncode == 0, text[-3000:]
+    assert "2 cell(s) kept" in text and "0 to run" in text, text
+    assert experiment.read_rows(str(out / "results.csv")) == rows
+    md = open(out / "results.md").read()
+    assert "- read/2 (2026-11-27 10:00 UTC to 2026-11-27 10:00 UTC): QEMU q1, tree t1" in md, md
+    assert "- socket/2 (2026-11-28 09:00 UTC to 2026-11-28 09:00 UTC): QEMU q2, tree t2" in md, md
+    assert md.count("\n| read | 2 | 2.00 | 3.00 (1.50x)") == 1, md
+    for fig in ("fig_overhead.png", "fig_log.png", "fig_transfers.png"):
+        png_size(out / fig)
+
+
+def test_a_damaged_results_file_is_an_error_naming_the_line(tmp_path):
+    out = tmp_path / "exp"
+    out.mkdir()
+    (out / "results.csv").write_text(",".join(experiment.COLUMNS) + "\nread,two" +
+                                     "," * (len(experiment.COLUMNS) - 2) + "\n")
+    p = subprocess.run([sys.executable, EXPERIMENT, "--resume", "--out", str(out), "read"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    assert p.returncode != 0
+    assert "results.csv line 2" in p.stderr.decode(), p.stderr.decode()
