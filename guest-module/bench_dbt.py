@@ -80,6 +80,8 @@ def main():
         if not sep or not re.fullmatch(r"\w+", name) or name in dict(variants) \
                 or not re.fullmatch(r"[\w=, ]+", params):
             ap.error("--variant %r: want NAME='module parameters' with a new NAME" % v)
+        if not re.search(r"\bdbt=", params):
+            params = "dbt=1 " + params      # a translated variant, not native with the module in
         variants.append((name, params))
     r = vmrun.run(vcpus=a.vcpus, cmd=guest_script(a.workloads, a.reps, variants),
                   timeout=a.timeout, accel="tcg", image=a.image, serial_log=a.serial_log)
