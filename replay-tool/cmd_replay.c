@@ -25,6 +25,7 @@
 #include "replay_cmdline.h"
 #include "progress.h"
 #include "ksyms.h"
+#include "qemu_crash.h"
 
 #define EXIT_DIVERGED 3     /* QEMU's RRVM_EXIT_DIVERGED */
 
@@ -133,12 +134,14 @@ static int parse_u64(const char *s, uint64_t *v)
 #define REPORT_ADDRS 16
 static uint64_t report_addr[REPORT_ADDRS];
 static size_t n_report_addr;
+static struct qemu_crash crash;
 
 /*
  * Forward QEMU's messages, turning its progress lines into our display and
  * noting the kernel addresses of a divergence report.
  */
-static int watch_qemu(FILE *errf, struct progress *pg, int show_progress)
+static int watch_qemu(FILE *errf, struct progress *pg, int show_progress,
+		      const char *qemu)
 {
 	char line[1024];
 	int matched = 0, in_report = 0;
@@ -153,6 +156,7 @@ static int watch_qemu(FILE *errf, struct progress *pg, int show_progress)
 		}
 		progress_clear(pg);
 		fputs(line, stderr);
+		qemu_crash_line(&crash, line, qemu);
 		if (strstr(line, "replay-vm: REPLAY OK"))
 			matched = 1;
 		if (strstr(line, "replay-vm: DIVERGENCE"))
@@ -371,14 +375,15 @@ int cmd_replay(int argc, char **argv)
 	close(errp[1]);
 	errf = fdopen(errp[0], "r");
 	progress_init(&pg, stderr, isatty(2), (uint64_t)total);
-	matched = errf ? watch_qemu(errf, &pg, show_progress) : 0;
+	matched = errf ? watch_qemu(errf, &pg, show_progress, qargv[0]) : 0;
 	if (errf)
 		fclose(errf);
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
 	if (WIFSIGNALED(status)) {
+		qemu_crash_resolve(&crash, qargv[0], stderr);
 		fprintf(stderr, "replay-vm: QEMU was killed by signal %d%s\n",
-			WTERMSIG(status), timeout ? " (timeout?)" : "");
+			WTERMSIG(status), timeout && !crash.seen ? " (timeout?)" : "");
 		return 1;
 	}
 	switch (WEXITSTATUS(status)) {

@@ -226,3 +226,38 @@ def test_record_command_records_byte_crew(tmp_path):
     assert re.search(r"crew mode\s+byte", info), info
     assert "user memory        share-nothing" in info, info
     assert rrtest.crew_stats(log)["byte_transfers"] > 0
+
+
+def test_a_qemu_crash_says_where_it_happened(smp_log):
+    """A replay whose QEMU dies of SIGSEGV prints the backtrace of the
+    thread that took it, resolved to functions and lines (QEMU 0041 and
+    replay-vm), instead of only "killed by signal 11".  The crash here is a
+    SIGSEGV sent to QEMU; a real one takes the same path."""
+    p = subprocess.Popen([rrtest.REPLAY_VM, "--log", str(smp_log), "--timeout", "600"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        qemu = None
+        for _ in range(300):
+            kids = open("/proc/%d/task/%d/children" % (p.pid, p.pid)).read().split()
+            if kids and os.path.exists("/proc/%s" % kids[0]):
+                qemu = int(kids[0])
+                # the handler is set up once the machine is ready: wait for QEMU's vCPU threads
+                if len(os.listdir("/proc/%d/task" % qemu)) > 3:
+                    break
+            time.sleep(0.1)
+        assert qemu, "no QEMU under replay-vm"
+        time.sleep(2)
+        os.kill(qemu, signal.SIGSEGV)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = err.decode(errors="replace")
+    assert p.returncode != 0, err[-3000:]
+    assert "replay-vm: QEMU crashed: signal 11 sent by process %d" % os.getpid() in err, err[-3000:]
+    assert "replay-vm: QEMU was killed by signal 11\n" in err, err[-3000:]
+    where = err[err.index("where QEMU crashed"):]
+    # QEMU's own frames, by function and source line (the main loop's thread took it)
+    assert re.search(r"replay-vm:   \w+ at .*\.c:\d+", where), where[:3000]
+    assert re.search(r"qemu_main_loop at .*runstate\.c:\d+", where), where[:3000]
