@@ -348,10 +348,10 @@ def machine_info():
             model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
         pass
-    return {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "host": platform.node(), "cpus": os.cpu_count(), "cpu": model,
+    now = provenance()
+    return {"date": now["measured"], "host": platform.node(), "cpus": os.cpu_count(), "cpu": model,
             "load": "%.1f" % os.getloadavg()[0], "accel": "TCG (MTTCG)",
-            "qemu": qemu_build(), "tree": tree_rev()}
+            "qemu": now["qemu"], "tree": now["tree"]}
 
 
 def main():
