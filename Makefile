@@ -5,7 +5,7 @@ PY      ?= /usr/bin/python3
 STAMP   := build/.stamp
 KVER     = $(shell vm-images/kver.sh)
 
-.PHONY: all deps qemu kvm guest workloads image symbols rrlog tools test unit-test integration-test demo clean
+.PHONY: all deps qemu kvm guest workloads plugins image symbols rrlog tools test unit-test integration-test demo clean
 
 all: qemu image tools
 
@@ -36,6 +36,10 @@ guest: deps
 workloads: deps
 	$(MAKE) -C vm-images/workloads
 
+# TCG plugins for benchmarks (guest-module/bench_dbt.py --insns)
+plugins: qemu
+	$(MAKE) -C bench/plugins
+
 image: guest workloads
 	bash vm-images/build-image.sh build/image
 
@@ -51,7 +55,7 @@ unit-test: rrlog tools workloads guest
 	$(MAKE) -C vm-images/workloads check
 	$(PY) -m pytest -q vm-images/test_vmrun_unit.py vm-images/test_training_unit.py
 
-integration-test: qemu image tools symbols
+integration-test: qemu image tools symbols plugins
 	$(PY) -m pytest -q -x --durations=40 tests/
 
 test: unit-test integration-test

@@ -9,11 +9,19 @@ workloads' own elapsed-time lines; the table shows medians and their ratio.
 parameters (each loaded on its own, in the same ABBA order), e.g. to
 compare two translator settings against native in one boot.
 
+--insns counts instead of timing: QEMU runs with the kinsns plugin
+(bench/plugins/kinsns.c, `make plugins`), each workload run is bracketed by
+the guest's `mark` program, and the table shows the kernel-mode
+instructions a run took (median, millions) and their ratio to native: what
+the translator adds on any accelerator, free of TCG's TB lookups and of
+this host's noise.
+
   guest-module/bench_dbt.py --vcpus 2 --reps 3 read socket forkwait
   guest-module/bench_dbt.py --reps 4 --variant nosb='dbt=1 sb=0' socket
 """
 import argparse
 import os
+import tempfile
 import re
 import statistics
 import sys
@@ -21,18 +29,22 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "vm-images"))
 import vmrun  # noqa: E402
 
+PLUGIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      "build", "plugins", "libkinsns.so")
 DEFAULT = ["read", "readdir", "ipc", "socket", "forkwait", "http", "racy_kernel", "diskread"]
 TIME = re.compile(r"^(\w+): (?:\d+ requests in )?([0-9.]+) s[,;( ]", re.M)
 
 
-def guest_script(workloads, reps, variants):
+def guest_script(workloads, reps, variants, mark=False):
     """variants: (name, module parameters or None for native), run in
-    this order on even repetitions and reversed on odd ones."""
+    this order on even repetitions and reversed on odd ones.  mark: each
+    timed run between two runs of the kinsns marker."""
+    mk = "./mark;" if mark else ""
     # the kernel command line holds at most 2048 bytes (base64): shell functions
     cmds = " ".join("'%s'" % vmrun.WORKLOADS[w] for w in workloads)
     lines = [
         "cd /opt/rv/bin",
-        "R(){ m=$1;shift;echo \"BENCH $m ${1%% *}\";./$1 2>&1|grep -E ' s[,;( ]|^RESULT';}",
+        "R(){ m=$1;shift;echo \"BENCH $m ${1%% *}\";" + mk + "./$1 2>&1|grep -E ' s[,;( ]|^RESULT';" + mk + "}",
         "A(){ m=$1;shift;for c in \"$@\";do R $m \"$c\";done;}",
         "W(){ for c in \"$@\";do ./$c >/dev/null 2>&1;done;}",
         "OFF(){ grep -E '^(kernel_time|entries_tr|blocks)' /proc/replayvm;rmmod replayvm||echo BENCH-FAIL;}",
@@ -63,6 +75,48 @@ def parse(out):
     return times
 
 
+KINSNS = re.compile(r"^KINSNS \d+ (\d+) \d+$", re.M)
+
+
+def parse_insns(out, log):
+    """Kernel instructions of each timed run: the console's BENCH lines in
+    order, each with the difference between its pair of marks in the
+    plugin's log."""
+    runs = re.findall(r"^BENCH (\w+) (\w+)", out, re.M)
+    marks = [int(k) for k in KINSNS.findall(log)]
+    if len(marks) != 2 * len(runs):
+        raise SystemExit("bench_dbt: %d marks in the plugin log for %d runs (want 2 a run)"
+                         % (len(marks), len(runs)))
+    counts = {}
+    for i, key in enumerate(runs):
+        counts.setdefault(key, []).append(marks[2 * i + 1] - marks[2 * i])
+    return counts
+
+
+def table(t, workloads, variants, unit, scale):
+    """Medians per workload and variant, their ratio to native, geometric means."""
+    names = [v for v, _ in variants[1:]]
+    print("| workload | native %s | %s |" % (unit, " | ".join("%s %s | %s/native" % (v, unit, v) for v in names)))
+    print("|---|---|" + "---|---|" * len(names))
+    ratios = {v: [] for v in names}
+    for w in workloads:
+        n = t.get(("native", w))
+        mn = statistics.median(n) if n else None
+        row = ["%.3f" % (mn * scale) if n else "?"]
+        for v in names:
+            d = t.get((v, w))
+            if not n or not d or not mn:
+                row += ["?", "?"]
+                continue
+            md = statistics.median(d)
+            ratios[v].append(md / mn)
+            row += ["%.3f" % (md * scale), "%.2f" % (md / mn)]
+        print("| %s | %s |" % (w, " | ".join(row)))
+    for v in names:
+        if ratios[v]:
+            print("geometric mean %s/native: %.3f" % (v, statistics.geometric_mean(ratios[v])))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("--vcpus", type=int, default=2)
@@ -72,6 +126,8 @@ def main():
     ap.add_argument("--serial-log")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=PARAMS",
                     help="another translated variant: module parameters for insmod")
+    ap.add_argument("--insns", action="store_true",
+                    help="count kernel-mode instructions (kinsns plugin) instead of timing")
     ap.add_argument("workloads", nargs="*", default=DEFAULT)
     a = ap.parse_args()
     variants = [("native", None), ("dbt", "dbt=1")]
@@ -83,33 +139,29 @@ def main():
         if not re.search(r"\bdbt=", params):
             params = "dbt=1 " + params      # a translated variant, not native with the module in
         variants.append((name, params))
-    r = vmrun.run(vcpus=a.vcpus, cmd=guest_script(a.workloads, a.reps, variants),
-                  timeout=a.timeout, accel="tcg", image=a.image, serial_log=a.serial_log)
+    extra = []
+    if a.insns:
+        if not os.path.exists(PLUGIN):
+            ap.error("--insns: no %s (make plugins)" % PLUGIN)
+        fd, log = tempfile.mkstemp(prefix="kinsns-", suffix=".log")
+        os.close(fd)
+        extra = ["-plugin", PLUGIN, "-d", "plugin", "-D", log]
+    r = vmrun.run(vcpus=a.vcpus, cmd=guest_script(a.workloads, a.reps, variants, mark=a.insns),
+                  timeout=a.timeout, accel="tcg", image=a.image, serial_log=a.serial_log,
+                  extra=extra)
     if r.status != 0 or "BENCH-FAIL" in r.output:
         print(r.console[-4000:])
         return 1
-    t = parse(r.output)
-    print("vcpus=%d reps=%d (MTTCG, medians of the workloads' own timings)" % (a.vcpus, a.reps))
-    names = [v for v, _ in variants[1:]]
-    print("| workload | native s | %s |" % " | ".join("%s s | %s/native" % (v, v) for v in names))
-    print("|---|---|" + "---|---|" * len(names))
-    ratios = {v: [] for v in names}
-    for w in a.workloads:
-        n = t.get(("native", w))
-        mn = statistics.median(n) if n else None
-        row = ["%.3f" % mn if n else "?"]
-        for v in names:
-            d = t.get((v, w))
-            if not n or not d:
-                row += ["?", "?"]
-                continue
-            md = statistics.median(d)
-            ratios[v].append(md / mn)
-            row += ["%.3f" % md, "%.2f" % (md / mn)]
-        print("| %s | %s |" % (w, " | ".join(row)))
-    for v in names:
-        if ratios[v]:
-            print("geometric mean %s/native: %.3f" % (v, statistics.geometric_mean(ratios[v])))
+    if a.insns:
+        with open(log) as f:
+            t = parse_insns(r.output, f.read())
+        os.unlink(log)
+        print("vcpus=%d reps=%d (kernel-mode instructions per run, kinsns plugin, medians)" % (a.vcpus, a.reps))
+        table(t, a.workloads, variants, "M insns", 1e-6)
+    else:
+        t = parse(r.output)
+        print("vcpus=%d reps=%d (MTTCG, medians of the workloads' own timings)" % (a.vcpus, a.reps))
+        table(t, a.workloads, variants, "s", 1)
     for line in r.output.splitlines():
         if line.startswith(("kernel_time", "entries_translated", "blocks")):
             print("  " + line)
