@@ -27,11 +27,24 @@ static inline void e_nop5(struct rv_emit *e)
 	e_bytes(e, nop5, 5);
 }
 
-/* pad with one-byte nops until (p + off) is 4-byte aligned */
+/*
+ * Make the rel32 at (p + off) patchable with one store, which x86 makes
+ * atomic for a 4-byte access that does not cross a cache line (aligned or
+ * not).  Padding sits in the executed path, so it is needed only where the
+ * field would cross a line (3 places in 64), and is one nop of the needed
+ * length: 4-byte alignment padded 3 exits in 4, and with one-byte nops made
+ * translated code retire ~10 % more instructions than native
+ * (bench_dbt.py --insns).
+ */
 static inline void e_align_field(struct rv_emit *e, int off)
 {
-	while (((unsigned long)e->p + off) & 3)
-		e_u8(e, 0x90);
+	static const u8 nops[4][3] = {
+		{ 0 }, { 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 },
+	};
+	unsigned int at = ((unsigned long)e->p + off) & 63;
+	int n = at > 60 ? 64 - at : 0;
+
+	e_bytes(e, nops[n], n);
 }
 
 /* jmp rel32; returns the address of the rel32 field */
