@@ -65,7 +65,12 @@ def main():
     ok = (r.status == 0 and "END" in out and not bad and "FAIL" not in out
           and re.search(r"RELOADS (\d+)", out) and int(re.search(r"RELOADS (\d+)", out).group(1)) >= a.reloads)
     print("STRESS %s (status %d, %.0f s)" % ("PASS" if ok else "FAIL", r.status, r.seconds))
-    if not ok and not bad:
+    if bad:
+        # the first report with its trace: enough to tell where it happened
+        lines = r.console.splitlines()
+        first = next(i for i, l in enumerate(lines) if BAD.search(l))
+        print("\n".join(lines[max(0, first - 5):first + 60]))
+    elif not ok:
         print(r.console[-3000:])
     return 0 if ok else 1
 
