@@ -146,16 +146,22 @@ def main():
         fd, log = tempfile.mkstemp(prefix="kinsns-", suffix=".log")
         os.close(fd)
         extra = ["-plugin", PLUGIN, "-d", "plugin", "-D", log]
-    r = vmrun.run(vcpus=a.vcpus, cmd=guest_script(a.workloads, a.reps, variants, mark=a.insns),
-                  timeout=a.timeout, accel="tcg", image=a.image, serial_log=a.serial_log,
-                  extra=extra)
+    try:
+        r = vmrun.run(vcpus=a.vcpus, cmd=guest_script(a.workloads, a.reps, variants, mark=a.insns),
+                      timeout=a.timeout, accel="tcg", image=a.image, serial_log=a.serial_log,
+                      extra=extra)
+        plugin_log = ""
+        if a.insns:
+            with open(log) as f:
+                plugin_log = f.read()
+    finally:
+        if a.insns:
+            os.unlink(log)
     if r.status != 0 or "BENCH-FAIL" in r.output:
         print(r.console[-4000:])
         return 1
     if a.insns:
-        with open(log) as f:
-            t = parse_insns(r.output, f.read())
-        os.unlink(log)
+        t = parse_insns(r.output, plugin_log)
         print("vcpus=%d reps=%d (kernel-mode instructions per run, kinsns plugin, medians)" % (a.vcpus, a.reps))
         table(t, a.workloads, variants, "M insns", 1e-6)
     else:
