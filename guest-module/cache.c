@@ -80,7 +80,7 @@ void rv_cache_destroy(bool leak)
 		return;
 	rv_cache = NULL;
 	if (leak) {
-		pr_warn(RV_PR "code cache %px still in use: left allocated\n", c->base);
+		pr_err(RV_PR "code cache %px still in use: left allocated\n", c->base);
 		return;
 	}
 	if (set_memory_nx_p)

@@ -13,6 +13,7 @@
 #include <linux/stop_machine.h>
 #include <linux/percpu.h>
 #include <linux/gfp.h>
+#include <linux/delay.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task_stack.h>
 #include <asm/desc.h>
@@ -28,7 +29,6 @@ static struct desc_ptr shadow_descr;
 static unsigned long lstar_stub;
 static DEFINE_PER_CPU(struct desc_ptr, native_idt);
 static DEFINE_PER_CPU(u64, native_lstar);
-static atomic_t off_once;
 
 static inline void rv_lidt(const struct desc_ptr *d)
 {
@@ -112,59 +112,147 @@ static int on_cpu(void *unused)
 	return 0;
 }
 
-static atomic_long_t rewritten, unmapped;
+/*
+ * Switch-off state, shared by the CPUs of one stop_machine() round.  The
+ * first CPU to arrive (the leader) looks at every stack and decides for
+ * all: switch now, or not yet.
+ */
+struct off_ctl {
+	struct task_struct *caller;	/* rv_entry_off()'s: rewritten, not checked */
+	bool force;			/* out of patience: switch anyway */
+	atomic_t arrived;
+	int verdict;			/* 0 undecided, 1 switch, -EAGAIN not now */
+	unsigned long made_native;	/* code-cache words made native */
+	unsigned long inexact;		/* ... that are no instruction start, on runnable tasks */
+	unsigned long misplaced;	/* ... that rv_cache_to_native() maps all the same */
+	pid_t blocker;			/* the first task with such a word */
+	unsigned long blocker_word;
+};
 
-static void rewrite_task(struct task_struct *t)
+/*
+ * @fix: make native the code-cache words of [from, to) that are the start
+ * of an instruction's translation (every return address, an interrupt
+ * frame's rip between instructions).  Else count the other code-cache
+ * words: an interrupt frame's rip in the middle of one instruction's
+ * translation or in a shared stub, or the return address of a dispatcher
+ * call back into its stub.  Their task is still on its way somewhere and
+ * must run on first.
+ */
+static void scan_words(struct off_ctl *c, struct task_struct *t, unsigned long *from,
+		       unsigned long *to, bool fix)
+{
+	unsigned long *p;
+
+	for (p = from; p < to; p++) {
+		unsigned long w = READ_ONCE(*p), nat;
+
+		if (!rv_in_cache(w))
+			continue;
+		nat = rv_cache_to_native_exact(w);
+		if (fix) {
+			if (nat) {
+				*p = nat;
+				c->made_native++;
+			}
+			continue;
+		}
+		if (nat)
+			continue;
+		c->inexact++;
+		c->misplaced += rv_cache_to_native(w) != 0;
+		if (!c->blocker) {
+			c->blocker = t->pid;
+			c->blocker_word = w;
+		}
+	}
+}
+
+static void scan_task(struct off_ctl *c, struct task_struct *t, bool fix)
 {
 	unsigned long *stack = READ_ONCE(t->stack), *sp = (unsigned long *)t->thread.sp;
-	unsigned long *end, um = 0;
+	unsigned long *end;
 
 	if (!stack)
 		return;
 	end = (unsigned long *)((u8 *)stack + THREAD_SIZE);
 	if (sp < stack || sp >= end)
 		sp = stack;
-	atomic_long_add(rv_rewrite_stack(sp, end, &um), &rewritten);
-	atomic_long_add(um, &unmapped);
+	scan_words(c, t, sp, end, fix);
 }
 
 /*
- * Switch-off, on every CPU at once with interrupts off: native IDT and
- * LSTAR back, and (call/ret optimisation) every code-cache return address
- * and interrupt-frame rip on every kernel stack replaced by its native
- * counterpart: this CPU's own stack (the stopper thread, whose callers may
- * be translated: it returns into native code), then, on one CPU, every
- * task that is not running and every idle task.  Afterwards nothing refers
- * to the code cache (thesis 3.7).
+ * Every task that is not running (all but the stoppers) and every idle
+ * task.  Only a preempted task (still on a runqueue) can stop in the
+ * middle of a translation: interrupts keep the code-cache rip, exceptions
+ * get the native one, and the dispatcher never sleeps.  A sleeping task's
+ * other code-cache words are stale data in its frames, left as they are.
+ * The caller of rv_entry_off() is in this module, called from the cache:
+ * it is only rewritten.  Idle tasks are never preempted.
  */
-static int off_cpu(void *unused)
+static void scan_all(struct off_ctl *c, bool fix)
 {
-	unsigned long *sp, um = 0;
+	struct task_struct *g, *t;
+	int cpu;
+
+	rcu_read_lock();
+	for_each_process_thread(g, t) {
+		if (READ_ONCE(t->on_cpu))
+			continue;
+		if (fix || (t != c->caller && READ_ONCE(t->on_rq)))
+			scan_task(c, t, fix);
+	}
+	rcu_read_unlock();
+	if (fix)
+		for_each_online_cpu(cpu)
+			scan_task(c, rv_k.idle_task(cpu), fix);
+}
+
+/*
+ * Switch-off, on every CPU at once with interrupts off (thesis 3.7).  The
+ * leader first looks at every stack: while some task is in the middle of
+ * one instruction's translation, in a shared stub or in the dispatcher, it
+ * answers -EAGAIN for all CPUs and nothing changes (rv_entry_off() lets
+ * the tasks run on and asks again).  Otherwise: native IDT and LSTAR back,
+ * and every code-cache return address and interrupt-frame rip on every
+ * kernel stack replaced by its native counterpart: this CPU's own stack
+ * (the stopper thread, whose callers may be translated: it returns into
+ * native code), then, on the leader, every other task's.  Afterwards no
+ * task can reach the code cache any more.
+ */
+static int off_cpu(void *data)
+{
+	struct off_ctl *c = data, own;
+	bool leader = atomic_inc_return(&c->arrived) == 1;
+	unsigned long *sp;
+	int v;
+
+	if (leader) {
+		scan_all(c, false);
+		v = c->inexact ? -EAGAIN : 1;
+		if (c->force)
+			v = 1;
+		smp_store_release(&c->verdict, v);
+	} else {
+		while (!(v = smp_load_acquire(&c->verdict)))
+			cpu_relax();
+	}
+	if (v < 0)
+		return v;
 
 	rv_lidt(this_cpu_ptr(&native_idt));
 	wrmsrl(MSR_LSTAR, *this_cpu_ptr(&native_lstar));
-	if (rv_callret) {
-		asm volatile("mov %%rsp, %0" : "=r" (sp));
-		atomic_long_add(rv_rewrite_stack(sp, (unsigned long *)((u8 *)task_stack_page(current) +
-					THREAD_SIZE), &um), &rewritten);
-		atomic_long_add(um, &unmapped);
-	}
-	if (atomic_inc_return(&off_once) == 1) {
+	asm volatile("mov %%rsp, %0" : "=r" (sp));
+	if (leader) {
 		rv_stubs_off();
 		WRITE_ONCE(rv_active, false);
-		if (rv_callret) {
-			struct task_struct *g, *t;
-			int cpu;
-
-			rcu_read_lock();
-			for_each_process_thread(g, t)
-				if (!READ_ONCE(t->on_cpu))
-					rewrite_task(t);
-			rcu_read_unlock();
-			for_each_online_cpu(cpu)
-				rewrite_task(rv_k.idle_task(cpu));
-		}
+		scan_all(c, true);	/* what blocked a forced switch stays counted */
 	}
+	/* this stopper's own stack: its code-cache words are return addresses */
+	memset(&own, 0, sizeof(own));
+	scan_words(&own, current, sp, (unsigned long *)((u8 *)task_stack_page(current) + THREAD_SIZE),
+		   true);
+	if (leader)
+		c->made_native += own.made_native;
 	sync_core();
 	return 0;
 }
@@ -274,15 +362,41 @@ int rv_byte_switch_on(void)
 	return ret;
 }
 
-void rv_entry_off(void)
+/* how long switch-off waits for tasks to leave a translation's middle */
+#define RV_OFF_PATIENCE	(20 * HZ)
+
+/*
+ * Returns how many code-cache words were left on stacks (only when tasks
+ * stayed in the middle of a translation for RV_OFF_PATIENCE): then the
+ * cache must stay allocated.
+ */
+unsigned long rv_entry_off(void)
 {
-	atomic_set(&off_once, 0);
-	atomic_long_set(&rewritten, 0);
-	atomic_long_set(&unmapped, 0);
-	stop_machine(off_cpu, NULL, cpu_online_mask);
-	if (rv_callret)
-		pr_info(RV_PR "switch-off: %ld code-cache addresses on stacks made native, %ld unmapped\n",
-			atomic_long_read(&rewritten), atomic_long_read(&unmapped));
+	unsigned long t0 = jiffies, retries = 0, misplaced = 0;
+	struct off_ctl c;
+	pid_t blocker = 0;
+	unsigned long blocker_word = 0;
+
+	for (;;) {
+		memset(&c, 0, sizeof(c));
+		c.caller = current;
+		c.force = time_after(jiffies, t0 + RV_OFF_PATIENCE);
+		if (stop_machine(off_cpu, &c, cpu_online_mask) != -EAGAIN)
+			break;
+		if (!retries++) {
+			blocker = c.blocker;
+			blocker_word = c.blocker_word;
+		}
+		misplaced += c.misplaced;
+		msleep(1);
+	}
+	pr_info(RV_PR "switch-off: %lu code-cache addresses on stacks made native, %lu retries (first: task %d at %px), %lu mid-instruction frames the instruction map would have resumed\n",
+		c.made_native, retries, blocker, (void *)blocker_word, misplaced);
+	if (c.inexact)
+		pr_err(RV_PR "switch-off after %u s: task %d still at %px, %lu code-cache words left on stacks\n",
+			jiffies_to_msecs(jiffies - t0) / 1000, c.blocker, (void *)c.blocker_word,
+			c.inexact);
 	free_page((unsigned long)shadow_idt);
 	shadow_idt = NULL;
+	return c.inexact;
 }

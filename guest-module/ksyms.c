@@ -45,14 +45,13 @@ int rv_ksyms_init(void)
 	/* optional: ftrace's trampolines made for one ftrace_ops */
 	rv_k.is_ftrace_trampoline = (void *)kln("is_ftrace_trampoline");
 	rv_k.module_text_address = (void *)rv_ksym("__module_text_address");
-	rv_k.put_task_stack = (void *)rv_ksym("put_task_stack");
 	rv_k.idle_task = (void *)rv_ksym("idle_task");
 	rv_k.unwind_start = (void *)rv_ksym("__unwind_start");
 	rv_k.unwind_next_frame = (void *)rv_ksym("unwind_next_frame");
 	rv_k.unwind_ret_ptr = (void *)rv_ksym("unwind_get_return_address_ptr");
 	if (!rv_k.insn_decode || !rv_k.module_alloc || !rv_k.set_memory_x ||
 	    !rv_k.stext || !rv_k.etext || !rv_k.entry_syscall_64 ||
-	    !rv_k.module_text_address || !rv_k.put_task_stack || !rv_k.idle_task ||
+	    !rv_k.module_text_address || !rv_k.idle_task ||
 	    !rv_k.unwind_start || !rv_k.unwind_next_frame || !rv_k.unwind_ret_ptr)
 		return -ENOENT;
 	return 0;

@@ -14,9 +14,6 @@
 #include <linux/kernel.h>
 #include <linux/cpumask.h>
 #include <linux/utsname.h>
-#include <linux/sched/signal.h>
-#include <linux/sched/task_stack.h>
-#include <linux/delay.h>
 #include "rv.h"
 #include "instrument.h"
 #include "crewinstr.h"
@@ -37,71 +34,6 @@ MODULE_PARM_DESC(crew, "byte: byte-granular CREW for a recording or replay (need
 static bool selftest;
 module_param(selftest, bool, 0444);
 MODULE_PARM_DESC(selftest, "decode the whole kernel text at load and report coverage");
-
-static bool stack_refs(struct task_struct *t, unsigned long mlo, unsigned long mhi)
-{
-	unsigned long *p, *end, sp;
-	void *stack = try_get_task_stack(t);
-	bool hit = false;
-
-	if (!stack)
-		return false;
-	sp = t->thread.sp;
-	end = (unsigned long *)((u8 *)stack + THREAD_SIZE);
-	p = (unsigned long *)sp;
-	if (sp < (unsigned long)stack || sp >= (unsigned long)end)
-		p = stack;
-	/* an interrupt frame (rip, cs) that would iret into the cache */
-	for (; p + 1 < end; p++) {
-		unsigned long w = READ_ONCE(*p);
-
-		if (rv_in_cache(w) && (rv_callret || READ_ONCE(p[1]) == __KERNEL_CS)) {
-			hit = true;
-			break;
-		}
-	}
-	rv_k.put_task_stack(t);
-	return hit;
-}
-
-/*
- * After switch-off nothing new enters the cache, and code still running in
- * it leaves at its next return / indirect branch / unchained exit.  Tasks
- * sleeping with a code-cache (or module) address on their kernel stack —
- * only possible for interrupt frames, since calls push native return
- * addresses — keep the cache alive: wait for them, and leave the cache
- * allocated if they do not go away.
- */
-static bool wait_cache_idle(void)
-{
-	unsigned long mlo = (unsigned long)THIS_MODULE->core_layout.base;
-	unsigned long mhi = mlo + THIS_MODULE->core_layout.text_size;
-	struct task_struct *g, *t;
-	int tries;
-
-	synchronize_rcu();
-	for (tries = 0; tries < 100; tries++) {
-		bool busy = false;
-
-		rcu_read_lock();
-		for_each_process_thread(g, t) {
-			if (t == current || READ_ONCE(t->on_cpu))
-				continue;
-			if (stack_refs(t, mlo, mhi)) {
-				busy = true;
-				if (tries == 99)
-					pr_warn(RV_PR "task %d (%s) still refers to the code cache\n",
-						t->pid, t->comm);
-				break;
-			}
-		}
-		rcu_read_unlock();
-		if (!busy)
-			return true;
-		msleep(20);
-	}
-	return false;
-}
 
 /* returns RV_INIT_SWITCH when init_module (switch.S) must still switch to byte CREW */
 int __init replayvm_init(void)
@@ -199,12 +131,12 @@ out_stats:
 static void __exit replayvm_exit(void)
 {
 	if (dbt && rv_cache) {
-		rv_entry_off();
+		/* words left: a task still runs in the middle of a translation */
+		bool busy = rv_entry_off() != 0;
+
 		rv_coherence_exit();
 		pr_info(RV_PR "translation off: %lu blocks, %lu bytes of code cache\n",
 			rv_nblocks(), rv_cache->used);
-		bool busy = !wait_cache_idle();
-
 		rv_cache_destroy(busy);
 		rv_translate_exit();
 		if (rv_train)

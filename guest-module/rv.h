@@ -33,7 +33,6 @@ struct rv_kfuncs {
 	unsigned long ftrace_lo, ftrace_hi;	/* ftrace's asm trampolines */
 	struct module *(*module_text_address)(unsigned long addr);
 	bool (*is_ftrace_trampoline)(unsigned long addr);
-	void (*put_task_stack)(struct task_struct *tsk);
 	struct task_struct *(*idle_task)(int cpu);
 	void (*unwind_start)(struct unwind_state *state, struct task_struct *task,
 			     struct pt_regs *regs, unsigned long *first_frame);
@@ -125,12 +124,12 @@ void rv_translate_exit(void);
 unsigned long rv_lookup_or_translate(unsigned long target);
 bool rv_translatable(unsigned long pc);
 unsigned long rv_cache_to_native(unsigned long ip);
+unsigned long rv_cache_to_native_exact(unsigned long ip);
 void rv_invalidate_range(unsigned long start, unsigned long end);
 unsigned long rv_nblocks(void);
 extern bool rv_active;
 extern bool rv_callret;
 extern bool rv_superblock;
-unsigned long rv_rewrite_stack(unsigned long *from, unsigned long *to, unsigned long *unmapped);
 extern atomic64_t rv_fixups, rv_fixup_miss;
 
 /* C entry points called by generated stubs */
@@ -152,7 +151,7 @@ int rv_byte_switch_failed(int ret);
 #define RV_INIT_SWITCH 1	/* replayvm_init: byte mode, switch now */
 int replayvm_init(void);
 int __init init_module(void);	/* switch.S: calls replayvm_init, switches */
-void rv_entry_off(void);
+unsigned long rv_entry_off(void);
 
 /* ---- coherence: text_poke, modules (coherence.c) ---- */
 int rv_coherence_init(void);

@@ -432,8 +432,10 @@ static struct rv_block *translate(unsigned long pc0)
 			 * the cache (the iretq itself stays mapped to the native
 			 * one: error_entry recognises a faulting iret by rip) */
 			e_u8(&e, 0xf6); e_u8(&e, 0x44); e_u8(&e, 0x24); e_u8(&e, 0x08); e_u8(&e, 0x03);
-			e_u8(&e, 0x75); e_u8(&e, 0x05);	/* testb $3,8(%rsp); jnz 1f */
-			e_call(&e, rv_cache->kret_fix);
+			e_u8(&e, 0x75); e_u8(&e, 0x0e);	/* testb $3,8(%rsp); jnz 1f */
+			/* scrubbed: a stale return address into the cache left
+			 * on the stack looks to switch-off like a task in flight */
+			e_call_scrub(&e, rv_cache->kret_fix);
 			copy_insn(&e, &insn, pc);	/* 1: iretq */
 			done = true;
 			break;
@@ -750,12 +752,11 @@ unsigned long rv_kret(unsigned long ip)
 	return dest;
 }
 
-/* code-cache rip -> native rip (instruction granular), 0 if unknown */
-unsigned long rv_cache_to_native(unsigned long ip)
+/* the block whose translation holds @ip, NULL outside every block */
+static struct rv_block *block_of(unsigned long ip)
 {
-	unsigned long lo = 0, hi = smp_load_acquire(&nblocks), off;
+	unsigned long lo = 0, hi = smp_load_acquire(&nblocks);
 	struct rv_block *b;
-	int i;
 
 	while (lo < hi) {
 		unsigned long mid = (lo + hi) / 2;
@@ -766,15 +767,57 @@ unsigned long rv_cache_to_native(unsigned long ip)
 			hi = mid;
 	}
 	if (!lo)
-		return 0;
+		return NULL;
 	b = &blocks[lo - 1];
-	off = ip - b->cache;
-	if (off >= b->cache_len)
+	return ip - b->cache < b->cache_len ? b : NULL;
+}
+
+/*
+ * code-cache rip -> native rip of the instruction whose translation holds
+ * it, 0 if unknown.  For a faulting instruction: its copy runs after the
+ * code emitted before it, which leaves no trace.
+ */
+unsigned long rv_cache_to_native(unsigned long ip)
+{
+	struct rv_block *b = block_of(ip);
+	unsigned long off;
+	int i;
+
+	if (!b)
 		return 0;
+	off = ip - b->cache;
 	for (i = b->ninsn - 1; i >= 0; i--)
 		if (b->map[i].coff <= off)
 			return b->native + b->map[i].noff;
 	return b->native;	/* the entry nop: the block's start */
+}
+
+/*
+ * code-cache rip -> native rip only where the translation of an
+ * instruction begins (or the block's entry nop), 0 elsewhere.  Only there
+ * is the machine state the state before the native instruction: between
+ * the pieces of one instruction's translation ("lea -8(%rsp),%rsp; push
+ * r/m" of an indirect call, "push $pc; ret" of a native exit, an exit
+ * stub's "push $target") a native resume at the instruction would run it
+ * again on a moved stack.  Return addresses are always such points: the
+ * translation of the next instruction starts after every translated call.
+ */
+unsigned long rv_cache_to_native_exact(unsigned long ip)
+{
+	struct rv_block *b = block_of(ip);
+	unsigned long off;
+	int i;
+
+	if (!b)
+		return 0;
+	off = ip - b->cache;
+	if (!off)
+		return b->native;
+	/* the later entry of equal ones: a followed jmp's target */
+	for (i = b->ninsn - 1; i >= 0; i--)
+		if (b->map[i].coff == off)
+			return b->native + b->map[i].noff;
+	return 0;
 }
 
 void rv_fix_exc_frame(unsigned long *frame, int errcode)
@@ -789,31 +832,6 @@ void rv_fix_exc_frame(unsigned long *frame, int errcode)
 	} else {
 		atomic64_inc(&rv_fixup_miss);
 	}
-}
-
-/*
- * Switch-off with the call/ret optimisation (thesis 3.7): replace every
- * code-cache address in [from, to) (return addresses, interrupt frames)
- * with its native counterpart.  Returns how many were rewritten.
- */
-unsigned long rv_rewrite_stack(unsigned long *from, unsigned long *to, unsigned long *unmapped)
-{
-	unsigned long n = 0, *p;
-
-	for (p = from; p < to; p++) {
-		unsigned long w = *p, nat;
-
-		if (!rv_in_cache(w))
-			continue;
-		nat = rv_cache_to_native(w);
-		if (nat) {
-			*p = nat;
-			n++;
-		} else {
-			(*unmapped)++;
-		}
-	}
-	return n;
 }
 
 /*
