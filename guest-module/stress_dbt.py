@@ -5,6 +5,11 @@ switch-off under load).  Prints per-workload run/fail counts, the
 translator statistics of each load, and any kernel complaint.
 
   guest-module/stress_dbt.py --vcpus 4 --seconds 600 --reloads 50
+
+--dwell 0 unloads right after each load, while most exits are still
+unchained: tasks are then often preempted in exit stubs and the dispatcher,
+which is where switch-off must wait for them (entry.c).  The totals of the
+module's switch-off lines (retries, mid-instruction frames) are printed.
 """
 import argparse
 import os
@@ -23,7 +28,7 @@ SMALL = {"read": "read -n 2000", "readdir": "readdir -f 50 -n 300", "ipc": "ipc 
 BAD = re.compile(r"WARNING:|BUG:|Oops|general protection|double fault|still in use|hung_task|soft lockup|rcu.*stall")
 
 
-def script(seconds, reloads, params):
+def script(seconds, reloads, params, dwell):
     # the kernel command line holds at most 2048 bytes (base64): keep it short
     return "\n".join([
         "cd /opt/rv/bin; rm -f /tmp/stop; t0=$(date +%s)",
@@ -31,12 +36,13 @@ def script(seconds, reloads, params):
         "{ f=$((f+1));echo \"FAIL $1\";tail -3 /tmp/o.$1;};k=$((k+1));done;echo \"DONE $1 runs=$k fails=$f\";}",
         "".join("L %s '%s'& " % (w, SMALL[w]) for w in WORKLOADS),
         "n=0;while [ $n -lt %d ]||[ $(($(date +%%s)-t0)) -lt %d ];do" % (reloads, seconds),
-        " insmod /opt/rv/replayvm.ko %s||echo INSFAIL;sleep 2" % params,
+        " insmod /opt/rv/replayvm.ko %s||echo INSFAIL;sleep %s" % (params, dwell),
         " echo \"LOAD $n $(grep -E '^(blocks|entries_tr|kernel_time_tr|exc_rip_un)' /proc/replayvm|tr '\\n' ' ')\"",
         " rmmod replayvm||echo RMFAIL;n=$((n+1));sleep 1",
         "done",
         "echo RELOADS $n SECONDS $(($(date +%s)-t0))",
         "touch /tmp/stop;wait",
+        "dmesg|grep 'switch-off'",
         "echo END",
     ])
 
@@ -47,15 +53,20 @@ def main():
     ap.add_argument("--seconds", type=int, default=600)
     ap.add_argument("--reloads", type=int, default=50)
     ap.add_argument("--params", default="dbt=1")
+    ap.add_argument("--dwell", default="2", help="seconds between a load and its unload (default 2)")
     ap.add_argument("--image", default=os.environ.get("RV_IMAGE", vmrun.IMAGE))
     ap.add_argument("--serial-log")
     a = ap.parse_args()
-    r = vmrun.run(vcpus=a.vcpus, cmd=script(a.seconds, a.reloads, a.params), timeout=a.seconds + 900,
+    r = vmrun.run(vcpus=a.vcpus, cmd=script(a.seconds, a.reloads, a.params, a.dwell), timeout=a.seconds + 900,
                   accel="tcg", image=a.image, serial_log=a.serial_log)
     out = r.output
     for line in out.splitlines():
         if line.startswith(("DONE", "FAIL", "RELOADS", "INSFAIL", "RMFAIL", "FINAL")) or "switch-off" in line:
             print(line)
+    offs = re.findall(r"switch-off: (\d+) code-cache addresses on stacks made native, (\d+) retries"
+                      r".*, (\d+) mid-instruction frames", out)
+    print("switch-offs %d: %d retries, %d mid-instruction frames waited for" %
+          (len(offs), sum(int(o[1]) for o in offs), sum(int(o[2]) for o in offs)))
     loads = [l for l in out.splitlines() if l.startswith("LOAD")]
     print("%d loads; first: %s" % (len(loads), loads[0] if loads else "-"))
     print("last: %s" % (loads[-1] if loads else "-"))

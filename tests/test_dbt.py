@@ -181,6 +181,7 @@ rmmod replayvm || exit 11
 wait
 cat /tmp/a /tmp/b /tmp/c
 echo RELOADS $n
+dmesg | grep 'switch-off'
 """
     r = vmrun.run(vcpus=4, cmd=cmd, timeout=240, accel="tcg", image=IMAGE,
                   module=True, append_extra="rv.modparams=dbt=1")
@@ -190,6 +191,13 @@ echo RELOADS $n
     for w in ("ipc", "forkwait", "socket", "racy_kernel", "read", "readdir"):
         assert w in res, "no RESULT %s:\n%s" % (w, r.output[-3000:])
     assert "RELOADS 10" in r.output
+    # every unload switched off with no task left in a translation's middle
+    # (entry.c: switch-off waits for tasks preempted there; the retries it
+    # took are in the lines)
+    offs = re.findall(r"switch-off: \d+ code-cache addresses on stacks made native, (\d+) retries",
+                      r.output)
+    assert len(offs) == 11, r.output[-3000:]
+    assert "switch-off after" not in r.output, r.output[-3000:]
 
 
 def test_translated_kernel_retires_few_more_instructions():
