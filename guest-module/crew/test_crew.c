@@ -1464,14 +1464,23 @@ static void mut_unreachable(struct rlog *l, struct rlog *a, int v)
 	set_owner(r, crew_rec_owner_id(r, 0), 1ull << 40);
 }
 
+/*
+ * Two neighbouring records whose seqs differ, swapped: a seq goes back.
+ * (Records 2 and 3 were swapped before; where they had one seq, an access
+ * over two ranges, the swap was no corruption and went undetected.)
+ */
 static void mut_backwards(struct rlog *l, struct rlog *a, int v)
 {
 	struct crew_rec t;
+	size_t i;
 
 	(void)a; (void)v;
-	t = l->r[2];
-	l->r[2] = l->r[3];
-	l->r[3] = t;
+	for (i = 1; i + 2 < l->n; i++)
+		if (crew_rec_acq_seq(&l->r[i]) < crew_rec_acq_seq(&l->r[i + 1]))
+			break;
+	t = l->r[i];
+	l->r[i] = l->r[i + 1];
+	l->r[i + 1] = t;
 }
 
 /* thread 0 waits for thread 1's end, thread 1 waits for thread 0 later on */
