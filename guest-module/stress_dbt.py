@@ -54,10 +54,14 @@ def main():
     ap.add_argument("--reloads", type=int, default=50)
     ap.add_argument("--params", default="dbt=1")
     ap.add_argument("--dwell", default="2", help="seconds between a load and its unload (default 2)")
+    ap.add_argument("--timeout", type=int,
+                    help="seconds for the whole boot (default: --seconds + 900 + 15 per reload; "
+                         "a starved guest at nice 19 needs 25 s or more per reload)")
     ap.add_argument("--image", default=os.environ.get("RV_IMAGE", vmrun.IMAGE))
     ap.add_argument("--serial-log")
     a = ap.parse_args()
-    r = vmrun.run(vcpus=a.vcpus, cmd=script(a.seconds, a.reloads, a.params, a.dwell), timeout=a.seconds + 900,
+    r = vmrun.run(vcpus=a.vcpus, cmd=script(a.seconds, a.reloads, a.params, a.dwell),
+                  timeout=a.timeout or a.seconds + 900 + 15 * a.reloads,
                   accel="tcg", image=a.image, serial_log=a.serial_log)
     out = r.output
     for line in out.splitlines():
