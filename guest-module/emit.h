@@ -28,20 +28,24 @@ static inline void e_nop5(struct rv_emit *e)
 }
 
 /*
- * Pad until (p + off) is 4-byte aligned, so that the rel32 there can be
- * patched with one store.  The padding is in the executed path: one nop of
- * the needed length, not up to three one-byte nops (translated read
- * retired 1.29x native's kernel instructions with those, 1.19x with this:
- * bench_dbt.py --insns).  Padding only where a field would cross a cache
- * line (1.11x) is not used: with it, a guest under reload stress starved
- * at nice 19 oopsed twice in two runs (bench/results/2026-11-27-dbt-insns).
+ * Make the rel32 at (p + off) patchable with one store, which x86 makes
+ * atomic for a 4-byte access that does not cross a cache line (aligned or
+ * not).  Padding sits in the executed path, so it is needed only where the
+ * field would cross a line (3 places in 64), and is one nop of the needed
+ * length.  Translated read retired 1.29x native's kernel instructions with
+ * 4-byte alignment and one-byte nops, 1.19x with one nop, 1.11x with this
+ * (bench_dbt.py --insns).  This rule was taken out once, after two oopses
+ * at unload under a reload stress at nice 19; their cause was switch-off
+ * resuming tasks in the middle of a translation (entry.c), which any
+ * padding rule had (bench/results/2026-11-28-switch-off).
  */
 static inline void e_align_field(struct rv_emit *e, int off)
 {
 	static const u8 nops[4][3] = {
 		{ 0 }, { 0x90 }, { 0x66, 0x90 }, { 0x0f, 0x1f, 0x00 },
 	};
-	int n = -((unsigned long)e->p + off) & 3;
+	unsigned int at = ((unsigned long)e->p + off) & 63;
+	int n = at > 60 ? 64 - at : 0;
 
 	e_bytes(e, nops[n], n);
 }
