@@ -772,12 +772,7 @@ static struct rv_block *block_of(unsigned long ip)
 	return ip - b->cache < b->cache_len ? b : NULL;
 }
 
-/*
- * code-cache rip -> native rip of the instruction whose translation holds
- * it, 0 if unknown.  For a faulting instruction: its copy runs after the
- * code emitted before it, which leaves no trace.
- */
-unsigned long rv_cache_to_native(unsigned long ip)
+static unsigned long map_back(unsigned long ip, bool exact)
 {
 	struct rv_block *b = block_of(ip);
 	unsigned long off;
@@ -786,10 +781,21 @@ unsigned long rv_cache_to_native(unsigned long ip)
 	if (!b)
 		return 0;
 	off = ip - b->cache;
+	/* the later of equal entries: a followed jmp's target */
 	for (i = b->ninsn - 1; i >= 0; i--)
 		if (b->map[i].coff <= off)
-			return b->native + b->map[i].noff;
-	return b->native;	/* the entry nop: the block's start */
+			return !exact || b->map[i].coff == off ? b->native + b->map[i].noff : 0;
+	return !exact || !off ? b->native : 0;	/* the entry nop: the block's start */
+}
+
+/*
+ * code-cache rip -> native rip of the instruction whose translation holds
+ * it, 0 if unknown.  For a faulting instruction: its copy runs after the
+ * code emitted before it, which leaves no trace.
+ */
+unsigned long rv_cache_to_native(unsigned long ip)
+{
+	return map_back(ip, false);
 }
 
 /*
@@ -804,20 +810,7 @@ unsigned long rv_cache_to_native(unsigned long ip)
  */
 unsigned long rv_cache_to_native_exact(unsigned long ip)
 {
-	struct rv_block *b = block_of(ip);
-	unsigned long off;
-	int i;
-
-	if (!b)
-		return 0;
-	off = ip - b->cache;
-	if (!off)
-		return b->native;
-	/* the later entry of equal ones: a followed jmp's target */
-	for (i = b->ninsn - 1; i >= 0; i--)
-		if (b->map[i].coff == off)
-			return b->native + b->map[i].noff;
-	return 0;
+	return map_back(ip, true);
 }
 
 void rv_fix_exc_frame(unsigned long *frame, int errcode)
