@@ -251,7 +251,7 @@ int rv_byte_init(void)
 		       n, num_possible_cpus(), RVG_MAX_CPUS);
 		return -EINVAL;
 	}
-	if (!rv_fits32((long)&rv_vcpu)) {
+	if (!rv_fits32((long)&rv_vcpu) || !rv_fits32((long)&rv_vtlb + sizeof(rv_vtlb))) {
 		pr_err(RV_PR "per-CPU data out of gs:disp32 reach (%px)\n", &rv_vcpu);
 		return -ERANGE;
 	}
@@ -416,6 +416,7 @@ static void start_cpu(int cpu)
 {
 	struct crew_cpu *c = crew_of(cpu);
 
+	rv_vtlb_flush();
 	if (host_mode == RVG_MODE_REPLAY) {
 		readers[cpu].next = ring_next;
 		readers[cpu].priv = (void *)(long)cpu;
@@ -475,6 +476,21 @@ void rv_byte_show(struct seq_file *m)
 	seq_printf(m, "byte_sites_own_stack %lu\n", rv_cc.skipped_stack);
 	seq_printf(m, "byte_slow %llu\n", s[RV_BS_SLOW]);
 	seq_printf(m, "byte_classify %llu\n", s[RV_BS_CLASSIFY]);
+	seq_printf(m, "byte_tlb_flush_sites %lu\n", rv_cc.tlb_flush_sites);
+	{
+		u64 fills = 0, flushes = 0, checked = 0, stale = 0;
+
+		for_each_online_cpu(cpu) {
+			struct rv_vtlb *t = per_cpu_ptr(&rv_vtlb, cpu);
+
+			fills += t->fills;
+			flushes += t->flushes;
+			checked += t->checked;
+			stale += t->stale;
+		}
+		seq_printf(m, "byte_vtlb_fills %llu\nbyte_vtlb_flushes %llu\n", fills, flushes);
+		seq_printf(m, "byte_vtlb_checked %llu\nbyte_vtlb_stale %llu\n", checked, stale);
+	}
 	seq_printf(m, "byte_mmio %llu\n", s[RV_BS_MMIO]);
 	seq_printf(m, "byte_string %llu\n", s[RV_BS_STRING]);
 	seq_printf(m, "byte_replay_waits %llu\n", s[RV_BS_REPLAY_WAIT]);

@@ -101,6 +101,11 @@ void *rv_cache_alloc(unsigned long size, unsigned long align)
 }
 
 /* the cold arena (byte mode); caller holds rv_lock */
+unsigned long rv_cold_used(void)
+{
+	return cold_used > hot_size ? cold_used - hot_size : 0;
+}
+
 void *rv_cold_alloc(unsigned long size, unsigned long align)
 {
 	struct rv_cache *c = rv_cache;

@@ -10,9 +10,11 @@
  *   [add %gs:this_cpu_off,%rdx]
  *   phys = EA - PAGE_OFFSET        (< span: direct map)
  *   else phys = EA - __START_KERNEL_map + phys_base  (kernel image)
- *   else -> "other": slow_common classifies (vmalloc/module memory through
- *           the page tables, user memory skipped: share-nothing, MMIO is a
- *           deterministic point)
+ *   else -> "other" (cold): user memory is skipped (share-nothing); a
+ *           page this CPU's vtlb (rv.h) holds gives phys (vmalloc'd
+ *           stacks, vmemmap, modules); else slow_common classifies it
+ *           through the page tables (MMIO is a deterministic point) and
+ *           fills the vtlb
  *   record: shadow = shadow_va + phys; (shadow & me) == me (read) or
  *           shadow == me (write), over the access size, else slow_common
  *           takes ownership (crew_acquire_slow, logs the transfer)
@@ -24,6 +26,9 @@
  * Record and replay push the same program registers, so kernel stacks hold
  * the same bytes in both.  String instructions always go to slow_common,
  * which works out their ranges from rsi/rdi/rcx and the direction flag.
+ *
+ * TLB flushes (invlpg, invpcid, mov to cr3/cr4) empty this CPU's vtlb
+ * first: movq $next,%gs:x_dest; jmp vtlb_flush_common.
  *
  * Deterministic points (port I/O, rdtsc/rdtscp, pause, hlt, backward
  * branches): push %rax; seto %al; lahf; movq $pc,%gs:dp_pc;
@@ -44,7 +49,12 @@
 struct rv_crew_consts rv_cc;
 /*
  * debugging: 1 no memory instrumentation, 2 no det points, 4 flags always
- * saved, 16 noinstr text left alone, 32, 64 and 128 a hostile guest (byte.c)
+ * saved, 16 noinstr text left alone, 32, 64 and 128 a hostile guest (byte.c),
+ * 256 no vtlb lookups (every access outside the direct map and the kernel
+ * image goes to slow_common, as before the vtlb), 512 the same, and
+ * slow_common checks every entry such an access would have used against
+ * the page tables (byte_vtlb_checked, byte_vtlb_stale), 1024 no vtlb
+ * flushes at TLB-flushing instructions (wrong: to see that 512 catches it)
  */
 unsigned int rv_bdebug;
 module_param_named(bdebug, rv_bdebug, uint, 0444);
@@ -133,6 +143,8 @@ int rv_flags_dead(unsigned long pc)
 
 /* ---- cold code: sites and their slow stubs ------------------------------ */
 
+static void fill(u8 *field, u8 *target);
+
 /* cold: x_addr = @reg, x_site, x_kind, x_dest = @back; jmp slow_common */
 static u8 *cold_slow_stub(struct rv_site *site, int kind, int reg, u8 *back)
 {
@@ -147,6 +159,59 @@ static u8 *cold_slow_stub(struct rv_site *site, int kind, int reg, u8 *back)
 	e_gs_movq_imm(&c, RV_GS(x_kind), kind);
 	e_gs_movq_imm(&c, RV_GS(x_dest), (u32)(unsigned long)back);
 	e_jmp(&c, rv_slow_common);
+	return stub;
+}
+
+/*
+ * cold: the "other" path of an access of @size bytes (0: no vtlb lookup)
+ * whose address (%rdx) is in neither the direct map nor the kernel image;
+ * %rcx is free and the flags are saved.  User memory continues at @back,
+ * a page the vtlb holds at @hit with %rcx = the physical address (an
+ * access that crosses into the next page does not look), the rest goes to
+ * slow_common, which classifies the address and fills the vtlb.
+ */
+static u8 *cold_other_stub(struct rv_site *site, int kind, int size, u8 *hit, u8 *back)
+{
+	struct rv_emit c;
+	u8 *stub = rv_cold_alloc(144, 16), *user, *miss[2];
+	int n = 0;
+
+	if (!stub)
+		return NULL;
+	c.p = stub;
+	e_u8(&c, 0x48); e_u8(&c, 0x85); e_u8(&c, 0xd2);	/* test %rdx,%rdx */
+	user = e_jcc32(&c, 0x9);				/* jns back */
+	e_gs(&c, 0x48, 0x89, 2, RV_GS(x_addr));			/* mov %rdx,%gs:x_addr */
+	if (size) {
+		if (size > 1) {
+			e_u8(&c, 0x89); e_u8(&c, 0xd1);		/* mov %edx,%ecx */
+			e_u8(&c, 0x81); e_u8(&c, 0xe1); e_u32(&c, PAGE_SIZE - 1); /* and */
+			e_u8(&c, 0x81); e_u8(&c, 0xf9); e_u32(&c, PAGE_SIZE - size); /* cmp */
+			miss[n++] = e_jcc32(&c, 0x7);		/* ja miss */
+		}
+		e_u8(&c, 0x48); e_u8(&c, 0xc1); e_u8(&c, 0xea); e_u8(&c, PAGE_SHIFT); /* shr */
+		e_u8(&c, 0x89); e_u8(&c, 0xd1);			/* mov %edx,%ecx */
+		e_u8(&c, 0x83); e_u8(&c, 0xe1); e_u8(&c, RV_VTLB_SIZE - 1);	/* and $N-1,%ecx */
+		e_u8(&c, 0xc1); e_u8(&c, 0xe1); e_u8(&c, 4);	/* shl $4,%ecx */
+		/* cmp %gs:e[0].vpn(%rcx),%rdx */
+		e_u8(&c, 0x65); e_u8(&c, 0x48); e_u8(&c, 0x3b); e_u8(&c, 0x91);
+		e_u32(&c, RV_VTLB(e[0].vpn));
+		miss[n++] = e_jcc32(&c, 0x5);			/* jne miss */
+		/* mov %gs:e[0].delta(%rcx),%rcx */
+		e_u8(&c, 0x65); e_u8(&c, 0x48); e_u8(&c, 0x8b); e_u8(&c, 0x89);
+		e_u32(&c, RV_VTLB(e[0].delta));
+		e_gs(&c, 0x48, 0x8b, 2, RV_GS(x_addr));		/* mov %gs:x_addr,%rdx */
+		e_u8(&c, 0x48); e_u8(&c, 0x01); e_u8(&c, 0xd1);	/* add %rdx,%rcx */
+		e_jmp(&c, (unsigned long)hit);
+	}
+	while (n)
+		fill(miss[--n], c.p);
+	e_gs_movq_imm(&c, RV_GS(x_site), (u32)(unsigned long)site);
+	e_gs_movq_imm(&c, RV_GS(x_kind), kind);
+	e_gs_movq_imm(&c, RV_GS(x_dest), (u32)(unsigned long)back);
+	e_jmp(&c, rv_slow_common);
+	fill(user, back);
+	BUG_ON(c.p > stub + 144);
 	return stub;
 }
 
@@ -336,6 +401,22 @@ static bool link_cold(u8 *field, struct rv_site *site, int kind, int reg, u8 *ba
 	return true;
 }
 
+/* the "other" stub (cold_other_stub) for @field */
+static bool link_other(u8 *field, struct rv_site *site, int kind, int size, u8 *hit, u8 *back)
+{
+	u8 *stub;
+
+	if (!field)
+		return true;
+	if ((size != 1 && size != 2 && size != 4 && size != 8) || (rv_bdebug & (256 | 512)))
+		size = 0;
+	stub = cold_other_stub(site, kind, size, hit, back);
+	if (!stub)
+		return false;
+	fill(field, stub);
+	return true;
+}
+
 /*
  * With the address in %rdx (and the flags saved): a string instruction
  * jumps to its stub, which knows the ranges; anything else is translated
@@ -348,7 +429,7 @@ void e_own_check(struct rv_emit *e, const struct rv_memop *op, bool check,
 {
 	int size = op->size;
 
-	j->other = j->slow = j->str = NULL;
+	j->other = j->slow = j->str = j->phys = NULL;
 	j->slow_kind = RV_SLOW_SHADOW;
 	j->slow_reg = 2;
 	if (op->string) {
@@ -360,6 +441,7 @@ void e_own_check(struct rv_emit *e, const struct rv_memop *op, bool check,
 	if (op->seg == 0x65)
 		e_gs(e, 0x48, 0x03, 2, RV_GS(this_off));	/* add %gs:this_off,%rdx */
 	j->other = e_to_phys(e);
+	j->phys = e->p;
 	if (!check)
 		return;
 	if (size == 1 || size == 2 || size == 4 || size == 8) {
@@ -455,7 +537,9 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 		 */
 		e_u8(e, 0x48); e_u8(e, 0x39); e_u8(e, 0xe4);
 	}
-	if (!link_cold(j.other, site, RV_SLOW_OTHER | untrained, 2, back) ||
+	if (!link_other(j.other, site, RV_SLOW_OTHER | untrained,
+			j.slow_kind == RV_SLOW_SHADOW || replay ? op->size : 0,
+			replay ? back : j.phys, back) ||
 	    !link_cold(j.slow, site, j.slow_kind | untrained, j.slow_reg, back) ||
 	    !link_cold(j_seq, site, RV_SLOW_REPLAY, 2, after_seq) ||	/* rdx: EA */
 	    !link_cold(j.str, site, RV_SLOW_STRING | untrained, 1, back))
@@ -518,8 +602,35 @@ static void crew_detpoint(struct rv_emit *e, struct insn *insn, unsigned long pc
 	fill(j, db);
 }
 
+/* invlpg, invpcid, mov to a control register */
+static bool flushes_tlb(struct insn *insn)
+{
+	u8 op1 = insn->opcode.bytes[1], modrm = insn->modrm.bytes[0];
+
+	if (insn->opcode.bytes[0] != 0x0f)
+		return false;
+	if (op1 == 0x01)
+		return insn->modrm.nbytes && X86_MODRM_MOD(modrm) != 3 && X86_MODRM_REG(modrm) == 7;
+	return op1 == 0x22 || (op1 == 0x38 && insn->opcode.bytes[2] == 0x82);
+}
+
+/* before every instruction: a TLB flush empties this CPU's vtlb first */
+static void crew_at(struct rv_emit *e, struct insn *insn, unsigned long pc)
+{
+	u8 *imm;
+
+	if (!flushes_tlb(insn) || (rv_bdebug & 1024))
+		return;
+	e_gs_movq_imm(e, RV_GS(x_dest), 0);		/* movq $next,%gs:x_dest */
+	imm = e->p - 4;
+	e_jmp(e, rv_vtlb_flush_common);
+	*(u32 *)imm = (u32)(unsigned long)e->p;
+	rv_cc.tlb_flush_sites++;
+}
+
 static const struct rv_instrumentation crew_instr = {
 	.name = "crew",
+	.at = crew_at,
 	.mem = crew_mem,
 	.post = crew_post,
 	.detpoint = crew_detpoint,

@@ -38,7 +38,7 @@ struct rv_crew_consts {
 	unsigned long phys_base;
 	unsigned long shadow_va;	/* shadow(phys) = shadow_va + phys */
 	/* translation-time counts */
-	unsigned long instrumented, uninstrumented, skipped_stack;
+	unsigned long instrumented, uninstrumented, skipped_stack, tlb_flush_sites;
 };
 extern struct rv_crew_consts rv_cc;
 extern unsigned int rv_bdebug;
@@ -62,6 +62,7 @@ u8 *e_shadow_check(struct rv_emit *e, int size, bool write);
 /* the jumps e_own_check leaves to fill, and the slow path the check wants */
 struct rv_own_jumps {
 	u8 *other, *slow, *str;
+	u8 *phys;		/* where %rcx holds the physical address */
 	int slow_kind, slow_reg;
 };
 void e_own_check(struct rv_emit *e, const struct rv_memop *op, bool check,

@@ -80,17 +80,76 @@ static int rv_classify(unsigned long a, unsigned long *phys)
 	return CL_RAM;
 }
 
+DEFINE_PER_CPU(struct rv_vtlb, rv_vtlb);
+
+/*
+ * After a miss of the inline lookup (crewinstr.c): remember where @a's
+ * page is, if it is RAM the shadow covers.  Runs on this CPU with no
+ * interrupt possible (none is delivered outside deterministic points),
+ * like the inline lookup that reads the entry.
+ */
+void rv_vtlb_fill(unsigned long a)
+{
+	struct rv_vtlb *t = this_cpu_ptr(&rv_vtlb);
+	unsigned long phys, i = (a >> PAGE_SHIFT) & (RV_VTLB_SIZE - 1);
+	bool ram = rv_classify(a, &phys) == CL_RAM;
+
+	if (a < TASK_SIZE_MAX)
+		return;
+	if ((rv_bdebug & 512) && t->e[i].vpn == a >> PAGE_SHIFT) {
+		/* an access the lookup would have let through: was it right? */
+		t->checked++;
+		if (!ram || t->e[i].delta != (s64)(phys - a)) {
+			if (t->stale++ < 4)
+				pr_err(RV_PR "vtlb: stale entry for %lx: phys %llx, page tables %s%lx\n",
+				       a, a + t->e[i].delta, ram ? "" : "(not RAM) ", phys);
+			t->e[i].vpn = 0;
+		}
+	}
+	if (!ram)
+		return;
+	t->e[i].vpn = a >> PAGE_SHIFT;
+	t->e[i].delta = phys - a;
+	t->fills++;
+}
+
+/* a TLB-flushing instruction is next (stubs_byte.c: vtlb_flush_common) */
+void rv_vtlb_flush(void)
+{
+	struct rv_vtlb *t = this_cpu_ptr(&rv_vtlb);
+
+	memset(t->e, 0, sizeof(t->e));
+	t->flushes++;
+}
+
+static inline bool own_byte(u8 v, u8 mask, bool write)
+{
+	return write ? v == mask : (v & mask) == mask;
+}
+
+/*
+ * Whether this vCPU owns [phys, phys + len) (all of it, for a write).
+ * Eight shadow bytes at a time: a string instruction's range is up to a
+ * page, and a loop over bytes was two thirds of the kernel's instructions
+ * in a read loop.
+ */
 static bool owns(struct crew_cpu *c, unsigned long phys, unsigned long len, bool write)
 {
 	const u8 *s = (const u8 *)(rv_cc.shadow_va + phys);
-	unsigned long i;
+	u64 rep = 0x0101010101010101ULL * c->mask, w;
+	unsigned long i = 0;
 
-	for (i = 0; i < len; i++) {
-		u8 v = READ_ONCE(s[i]);
-
-		if (write ? v != c->mask : (v & c->mask) != c->mask)
+	for (; i < len && ((unsigned long)(s + i) & 7); i++)
+		if (!own_byte(READ_ONCE(s[i]), c->mask, write))
+			return false;
+	for (; i + 8 <= len; i += 8) {
+		w = READ_ONCE(*(const u64 *)(s + i));
+		if (write ? w != rep : (w & rep) != rep)
 			return false;
 	}
+	for (; i < len; i++)
+		if (!own_byte(READ_ONCE(s[i]), c->mask, write))
+			return false;
 	return true;
 }
 
@@ -111,6 +170,13 @@ static int take(struct crew_cpu *c, unsigned long phys, unsigned long len, bool 
 }
 
 #define MAX_PIECES RV_MAX_PIECES
+/*
+ * The pieces of a string instruction or a replayed access: per CPU, not
+ * on the private stack, which the kernel's automatic zeroing of stack
+ * variables (INIT_STACK_ALL_ZERO) would clear on every call (1.5 KiB).
+ * Slow paths run one at a time per CPU, with no interrupt.
+ */
+static DEFINE_PER_CPU(struct rv_piece [RV_MAX_PIECES], rv_pieces);
 #define piece rv_piece
 #define add_piece_range rv_add_piece_range
 
@@ -256,7 +322,7 @@ static int string_op(struct rv_vcpu *v, struct crew_cpu *c, struct rv_site *site
 		     struct rv_priv_frame *f, bool replay, bool sentinel)
 {
 	u64 *ks = (u64 *)v->priv_rsp;		/* rdx, rcx, rax the site pushed */
-	struct piece p[MAX_PIECES];
+	struct piece *p = *this_cpu_ptr(&rv_pieces);
 	bool mmio = false, down = f->flags & X86_EFLAGS_DF;
 	int np = 0, ret, i;
 
@@ -300,7 +366,7 @@ static noinline_for_stack int replay_at(struct rv_vcpu *v, struct crew_cpu *c,
 					unsigned long a, unsigned long len, bool write)
 {
 	u64 *ks = (u64 *)v->priv_rsp;
-	struct piece p[MAX_PIECES];
+	struct piece *p = *this_cpu_ptr(&rv_pieces);
 	struct pieces ps = { p, 0 };
 	bool mmio = false;
 	int err;
@@ -341,6 +407,7 @@ void rv_byte_slow(void)
 		break;
 	case RV_SLOW_OTHER:
 		v->stats[RV_BS_CLASSIFY]++;
+		rv_vtlb_fill(a);
 		if (!add_piece_range(p, &np, a, len, write, &mmio))
 			break;
 		if (mmio)

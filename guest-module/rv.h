@@ -67,6 +67,7 @@ extern struct rv_cache *rv_cache;
 int rv_cache_create(void);
 void rv_cache_destroy(bool leak);
 void *rv_cache_alloc(unsigned long size, unsigned long align);
+unsigned long rv_cold_used(void);	/* byte mode's cold arena */
 /* fast-table index: low16(T + 8 * ((T >> 8) & 0xffff)), as ind_stub computes it */
 static inline unsigned int rv_ft_index(unsigned long t)
 {
@@ -190,9 +191,7 @@ struct rv_vcpu {
 	u64 enter_native;		/* switch-on: where this CPU re-enters */
 	u64 this_off;			/* copy of this_cpu_off */
 	u64 stats[12];			/* byte-mode counters, this CPU */
-	u64 rs_depth;			/* calls into native code in progress */
-#define RV_RS_DEPTH 8
-	struct { u64 ret, rsp, own; } rs[RV_RS_DEPTH];	/* own: callee is this module's */
+	u64 spare[25];			/* keeps the host's offsets below */
 	/* shared with the host: untrained accesses to shared bytes (train.c) */
 	u64 untrained;			/* 920 */
 	u64 untrained_pc[8];		/* 928 */
@@ -203,6 +202,29 @@ struct rv_vcpu {
 DECLARE_PER_CPU(struct rv_vcpu, rv_vcpu);
 /* gs-relative displacement of a field of this CPU's struct rv_vcpu */
 #define RV_GS(field)	((u32)((unsigned long)&rv_vcpu + offsetof(struct rv_vcpu, field)))
+
+/*
+ * A per-CPU software TLB for the inline check (crewinstr.c): kernel
+ * addresses outside the direct map and the kernel image (vmalloc'd kernel
+ * stacks, whose objects the kernel reaches through other registers than
+ * %rsp; vmemmap's struct pages; vmalloc and module data) found their
+ * shadow byte only in slow_common's page-table walk, which in a read loop
+ * took 3 of every 10 instrumented accesses.  Entries are filled there and
+ * dropped at every TLB-flushing instruction the translated kernel runs
+ * (invlpg, invpcid, mov to cr3/cr4), so an entry lives no longer than the
+ * CPU's own TLB entry for the same page could.
+ */
+#define RV_VTLB_SIZE	128
+struct rv_vtlb {
+	struct { u64 vpn; s64 delta; } e[RV_VTLB_SIZE];	/* delta: phys - virt */
+	u64 fills, flushes;
+	u64 checked, stale;		/* bdebug=512 */
+} ____cacheline_aligned;
+DECLARE_PER_CPU(struct rv_vtlb, rv_vtlb);
+#define RV_VTLB(field)	((u32)((unsigned long)&rv_vtlb + offsetof(struct rv_vtlb, field)))
+void rv_vtlb_fill(unsigned long a);	/* crewslow.c */
+void rv_vtlb_flush(void);
+extern unsigned long rv_vtlb_flush_common;	/* stubs_byte.c */
 
 enum rv_bstat {
 	RV_BS_SLOW, RV_BS_CLASSIFY, RV_BS_MMIO, RV_BS_STRING, RV_BS_REPLAY_WAIT,

@@ -27,6 +27,7 @@ static int rv_show(struct seq_file *m, void *v)
 	seq_printf(m, "active %d\n", READ_ONCE(rv_active));
 	seq_printf(m, "blocks %lu\n", rv_nblocks());
 	seq_printf(m, "cache_bytes %lu\n", rv_cache ? rv_cache->used : 0);
+	seq_printf(m, "cache_cold_bytes %lu\n", rv_cache ? rv_cold_used() : 0);
 	seq_printf(m, "dispatch %llu\n", S(dispatch));
 	seq_printf(m, "chains %llu\n", S(chains));
 	seq_printf(m, "native_exits %llu\n", S(native_exits));

@@ -30,6 +30,7 @@
 #include "emit.h"
 
 unsigned long rv_byte_enter_tramp, rv_slow_common, rv_ind_call, rv_ret_tramp;
+unsigned long rv_vtlb_flush_common;
 
 /* op with a %gs:disp32 memory operand: 65 [rex] op modrm(reg, rm=100) 25 d32 */
 void e_gs(struct rv_emit *e, u8 rex, u8 op, int reg, u32 disp)
@@ -234,6 +235,14 @@ int rv_stubs_build_byte(void)
 	rv_slow_common = (unsigned long)e.p;
 	e_priv_enter(&e);
 	e_call(&e, (unsigned long)rv_byte_slow);
+	e_priv_leave(&e);
+	e_jmp_xdest(&e);
+
+	/* vtlb_flush_common: before a TLB-flushing instruction (crewinstr.c) */
+	e.p = PTR_ALIGN(e.p, 16);
+	rv_vtlb_flush_common = (unsigned long)e.p;
+	e_priv_enter(&e);
+	e_call(&e, (unsigned long)rv_vtlb_flush);
 	e_priv_leave(&e);
 	e_jmp_xdest(&e);
 

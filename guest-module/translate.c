@@ -683,25 +683,77 @@ unsigned long rv_dispatch_ind(unsigned long target, unsigned long *ksp)
 }
 
 /*
+ * Calls into native code in progress, keyed by the stack pointer the
+ * callee returns with (unique while the call lasts: one task's stack, one
+ * depth).  Not per CPU: a native callee may sleep (a new module's init
+ * takes mutexes) and come back on another CPU, or after other tasks made
+ * and finished native calls of their own on this one; a per-CPU stack of
+ * them stopped every byte-CREW recording that loaded a module.  A slot
+ * whose call never returned (its task died inside) is taken over by the
+ * next call made at the same stack pointer, which can only be a new one.
+ */
+#define RV_NCALLS	256
+static struct rv_ncall {
+	unsigned long rsp;		/* 0: free */
+	unsigned long ret;		/* native return address */
+	bool own;			/* callee is this module's */
+} rv_ncalls[RV_NCALLS];
+
+static struct rv_ncall *ncall_slot(unsigned int i)
+{
+	return &rv_ncalls[i & (RV_NCALLS - 1)];
+}
+
+/* the slot for a call returning with @rsp: the one it had, else a free one */
+static struct rv_ncall *ncall_get(unsigned long rsp)
+{
+	unsigned int h = hash_long(rsp >> 3, 8), i;
+	struct rv_ncall *free = NULL;
+
+	for (i = 0; i < RV_NCALLS; i++) {
+		struct rv_ncall *n = ncall_slot(h + i);
+		unsigned long r = READ_ONCE(n->rsp);
+
+		if (r == rsp) {
+			if (free)
+				smp_store_release(&free->rsp, 0);
+			return n;
+		}
+		if (!r && !free && !cmpxchg(&n->rsp, 0, rsp))
+			free = n;
+	}
+	return free;
+}
+
+static struct rv_ncall *ncall_find(unsigned long rsp)
+{
+	unsigned int h = hash_long(rsp >> 3, 8), i;
+
+	for (i = 0; i < RV_NCALLS; i++)
+		if (READ_ONCE(ncall_slot(h + i)->rsp) == rsp)
+			return ncall_slot(h + i);
+	return NULL;
+}
+
+/*
  * Byte mode, a call (ksp[0] = target, ksp[1] = native return address):
  * a target outside translatable code returns to ret_tramp instead, which
- * takes the native return address off this CPU's return stack.
+ * finds the native return address in rv_ncalls.
  */
 unsigned long rv_dispatch_call(unsigned long target, unsigned long *ksp)
 {
 	unsigned long dest = rv_dispatch_b(target, 0);
-	struct rv_vcpu *v = this_cpu_ptr(&rv_vcpu);
+	struct rv_ncall *n;
 
 	if (rv_in_cache(dest) || (target >= rv_k.ftrace_lo && target < rv_k.ftrace_hi))
 		return dest;
-	if (v->rs_depth >= RV_RS_DEPTH) {
-		v->stats[RV_BS_NATIVE_EXIT]++;		/* it will return natively */
+	n = ncall_get((unsigned long)(ksp + 2));
+	if (!n) {
+		this_cpu_inc(rv_vcpu.stats[RV_BS_NATIVE_EXIT]);	/* it returns natively */
 		return dest;
 	}
-	v->rs[v->rs_depth].ret = ksp[1];
-	v->rs[v->rs_depth].rsp = (unsigned long)(ksp + 2);
-	v->rs[v->rs_depth].own = within_module_core(target, THIS_MODULE);
-	v->rs_depth++;
+	n->ret = ksp[1];
+	n->own = within_module_core(target, THIS_MODULE);
 	ksp[1] = rv_ret_tramp;
 	return dest;
 }
@@ -717,26 +769,31 @@ unsigned long rv_dispatch_call(unsigned long target, unsigned long *ksp)
  * its replay: kept, they reached a det point's register hash and, through
  * this frame and later pt_regs, kernel stacks and the RAM hash.  rdx is a
  * return register only for 128-bit results, which no callback of ours has.
+ *
+ * A native callee may have flushed TLBs (or slept through a context
+ * switch) where the translator could not see it: the vtlb goes too.
  */
 void rv_native_return(unsigned long *frame)
 {
-	struct rv_vcpu *v = this_cpu_ptr(&rv_vcpu);
 	unsigned long rsp = (unsigned long)(frame + 10);
+	struct rv_ncall *n = ncall_find(rsp);
 	int i;
 
+	rv_vtlb_flush();
+
 	for (i = 0; i < 8; i++)
-		if (i != 6 || (v->rs_depth && v->rs[v->rs_depth - 1].own))
+		if (i != 6 || (n && n->own))
 			frame[i] = 0;
 
-	if (!v->rs_depth || v->rs[v->rs_depth - 1].rsp != rsp) {
-		/* a native callee slept and came back elsewhere: say so */
+	if (!n) {
+		/* no call into native code returns here: say so */
 		asm volatile("outl %%eax, %w1" : : "a" (RVG_CMD_ERROR), "Nd" (RVG_PORT_CMD),
 			     "D" (100UL), "S" (rsp) : "memory");
 		frame[9] = 0;
 		return;
 	}
-	v->rs_depth--;
-	frame[9] = v->rs[v->rs_depth].ret;
+	frame[9] = n->ret;
+	smp_store_release(&n->rsp, 0);
 }
 
 /* frame rip of a translated iretq to kernel mode -> where to resume */
