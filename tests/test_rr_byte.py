@@ -217,6 +217,50 @@ def test_barrier_inside_a_kernel_exception_replays(tmp_path):
     assert rrtest.results(rp.output) == rrtest.results(rec.output) == ["RESULT exc done"]
 
 
+# a module loaded and unloaded ten times (its text and data are vmalloc'd,
+# and freed with TLB flushes, so their addresses come back with other
+# pages), then forks (vmalloc'd kernel stacks)
+VTLB_CMD = ("i=0; while [ $i -lt 10 ]; do insmod /lib/modules/evdev.ko && rmmod evdev || "
+            "echo MODFAIL; i=$((i+1)); done; cd /opt/rv/bin && ./forkwait -n 100 >/dev/null; "
+            "grep -E '^byte_vtlb_(checked|stale) ' /proc/replayvm; echo RESULT vtlb done")
+VTLB = re.compile(r"^byte_vtlb_(checked|stale) (\d+)$", re.M)
+
+
+def vtlb_record(log, bdebug):
+    os.environ["RV_BYTE_EXTRA"] = "bdebug=%d," % bdebug
+    try:
+        rec = record_byte(log, 2, cmd=VTLB_CMD)
+    finally:
+        del os.environ["RV_BYTE_EXTRA"]
+    assert "MODFAIL" not in rec.output, rec.console[-3000:]
+    return rec, {k: int(v) for k, v in VTLB.findall(rec.output)}
+
+
+def test_vtlb_entries_match_the_page_tables(tmp_path):
+    """The inline check finds the shadow of kernel addresses outside the
+    direct map and the kernel image (vmalloc'd stacks, vmemmap, module
+    memory) through a per-CPU software TLB, which the translated kernel's
+    TLB flushes (invlpg, invpcid, mov to cr3/cr4) empty.  With bdebug=512
+    every access that would use an entry goes to the slow path instead,
+    which compares the entry with the page tables: none may differ.
+
+    The recording loads and unloads a module, which stopped every byte-CREW
+    recording before 2026-11-28 (the module init's call into native code
+    slept, and the per-CPU stack of such calls lost it: "CREW error 100").
+    It records now; its replay is not asked for: it diverged (once, at a
+    spin lock's pause during the loads; not analysed yet, issue 7)."""
+    _, n = vtlb_record(tmp_path / "run.rr", 512)
+    assert n["checked"] > 100000 and n["stale"] == 0, n
+
+
+@full_only
+def test_vtlb_checker_sees_entries_that_missed_a_flush(tmp_path):
+    """The check above can fail: with the flushes left out (bdebug=1024)
+    the entries of the reloaded module's pages go stale, and it says so."""
+    _, n = vtlb_record(tmp_path / "run.rr", 512 | 1024)
+    assert n["stale"] > 0, n
+
+
 def test_byte_crew_needs_a_host(tmp_path):
     """The module refuses crew=byte in a VM that is not being recorded or
     replayed (nothing would enforce kernel interrupts at deterministic
