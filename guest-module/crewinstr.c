@@ -145,7 +145,16 @@ int rv_flags_dead(unsigned long pc)
 
 static void fill(u8 *field, u8 *target);
 
-/* cold: x_addr = @reg, x_site, x_kind, x_dest = @back; jmp slow_common */
+/* x_site, x_kind, x_dest = @back; jmp slow_common (x_addr set before) */
+static void e_to_slow(struct rv_emit *c, struct rv_site *site, int kind, u8 *back)
+{
+	e_gs_movq_imm(c, RV_GS(x_site), (u32)(unsigned long)site);
+	e_gs_movq_imm(c, RV_GS(x_kind), kind);
+	e_gs_movq_imm(c, RV_GS(x_dest), (u32)(unsigned long)back);
+	e_jmp(c, rv_slow_common);
+}
+
+/* cold: x_addr = @reg, then to slow_common */
 static u8 *cold_slow_stub(struct rv_site *site, int kind, int reg, u8 *back)
 {
 	struct rv_emit c;
@@ -155,10 +164,7 @@ static u8 *cold_slow_stub(struct rv_site *site, int kind, int reg, u8 *back)
 		return NULL;
 	c.p = stub;
 	e_gs(&c, 0x48, 0x89, reg, RV_GS(x_addr));	/* mov %reg,%gs:x_addr */
-	e_gs_movq_imm(&c, RV_GS(x_site), (u32)(unsigned long)site);
-	e_gs_movq_imm(&c, RV_GS(x_kind), kind);
-	e_gs_movq_imm(&c, RV_GS(x_dest), (u32)(unsigned long)back);
-	e_jmp(&c, rv_slow_common);
+	e_to_slow(&c, site, kind, back);
 	return stub;
 }
 
@@ -206,10 +212,7 @@ static u8 *cold_other_stub(struct rv_site *site, int kind, int size, u8 *hit, u8
 	}
 	while (n)
 		fill(miss[--n], c.p);
-	e_gs_movq_imm(&c, RV_GS(x_site), (u32)(unsigned long)site);
-	e_gs_movq_imm(&c, RV_GS(x_kind), kind);
-	e_gs_movq_imm(&c, RV_GS(x_dest), (u32)(unsigned long)back);
-	e_jmp(&c, rv_slow_common);
+	e_to_slow(&c, site, kind, back);
 	fill(user, back);
 	BUG_ON(c.p > stub + 144);
 	return stub;

@@ -74,6 +74,20 @@ static void e_jmp_xdest(struct rv_emit *e)
 	e_gs(e, 0, 0xff, 4, RV_GS(x_dest));		/* jmp *%gs:x_dest */
 }
 
+/* a stub that calls @fn on the private stack, then jumps to x_dest */
+static unsigned long e_c_stub(struct rv_emit *e, void (*fn)(void))
+{
+	unsigned long stub;
+
+	e->p = PTR_ALIGN(e->p, 16);
+	stub = (unsigned long)e->p;
+	e_priv_enter(e);
+	e_call(e, (unsigned long)fn);
+	e_priv_leave(e);
+	e_jmp_xdest(e);
+	return stub;
+}
+
 /*
  * The fast-table lookup of stubs.c ([rsp] = native target), ending in
  * "jmp *%gs:x_dest" on a hit; returns the rel32 field of its miss jump.
@@ -231,20 +245,9 @@ int rv_stubs_build_byte(void)
 	e_jmp_xdest(&e);
 
 	/* slow_common: instrumentation sites (crewinstr.c) */
-	e.p = PTR_ALIGN(e.p, 16);
-	rv_slow_common = (unsigned long)e.p;
-	e_priv_enter(&e);
-	e_call(&e, (unsigned long)rv_byte_slow);
-	e_priv_leave(&e);
-	e_jmp_xdest(&e);
-
+	rv_slow_common = e_c_stub(&e, rv_byte_slow);
 	/* vtlb_flush_common: before a TLB-flushing instruction (crewinstr.c) */
-	e.p = PTR_ALIGN(e.p, 16);
-	rv_vtlb_flush_common = (unsigned long)e.p;
-	e_priv_enter(&e);
-	e_call(&e, (unsigned long)rv_vtlb_flush);
-	e_priv_leave(&e);
-	e_jmp_xdest(&e);
+	rv_vtlb_flush_common = e_c_stub(&e, rv_vtlb_flush);
 
 	/* kret_fix is not used in byte mode (translate.c emits it inline) */
 	e.p = PTR_ALIGN(e.p, 16);
