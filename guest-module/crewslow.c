@@ -92,10 +92,8 @@ void rv_vtlb_fill(unsigned long a)
 {
 	struct rv_vtlb *t = this_cpu_ptr(&rv_vtlb);
 	unsigned long phys, i = (a >> PAGE_SHIFT) & (RV_VTLB_SIZE - 1);
-	bool ram = rv_classify(a, &phys) == CL_RAM;
+	bool ram = rv_classify(a, &phys) == CL_RAM;	/* never user memory */
 
-	if (a < TASK_SIZE_MAX)
-		return;
 	if ((rv_bdebug & 512) && t->e[i].vpn == a >> PAGE_SHIFT) {
 		/* an access the lookup would have let through: was it right? */
 		t->checked++;
