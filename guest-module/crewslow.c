@@ -120,35 +120,10 @@ void rv_vtlb_flush(void)
 	t->flushes++;
 }
 
-static inline bool own_byte(u8 v, u8 mask, bool write)
-{
-	return write ? v == mask : (v & mask) == mask;
-}
-
-/*
- * Whether this vCPU owns [phys, phys + len) (all of it, for a write).
- * Eight shadow bytes at a time: a string instruction's range is up to a
- * page, and a loop over bytes was two thirds of the kernel's instructions
- * in a read loop.
- */
+/* Whether this vCPU owns [phys, phys + len) (all of it, for a write). */
 static bool owns(struct crew_cpu *c, unsigned long phys, unsigned long len, bool write)
 {
-	const u8 *s = (const u8 *)(rv_cc.shadow_va + phys);
-	u64 rep = 0x0101010101010101ULL * c->mask, w;
-	unsigned long i = 0;
-
-	for (; i < len && ((unsigned long)(s + i) & 7); i++)
-		if (!own_byte(READ_ONCE(s[i]), c->mask, write))
-			return false;
-	for (; i + 8 <= len; i += 8) {
-		w = READ_ONCE(*(const u64 *)(s + i));
-		if (write ? w != rep : (w & rep) != rep)
-			return false;
-	}
-	for (; i < len; i++)
-		if (!own_byte(READ_ONCE(s[i]), c->mask, write))
-			return false;
-	return true;
+	return crew_owns_range((const u8 *)(rv_cc.shadow_va + phys), len, c->mask, write);
 }
 
 /* record: take [phys, phys + len), in pieces the core accepts */

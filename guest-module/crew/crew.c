@@ -719,3 +719,52 @@ int crew_replay_finish(struct crew_cpu *c)
 	crew_finish(c);
 	return ret;
 }
+
+static inline bool own_byte(u8 v, u8 mask, bool write)
+{
+	return write ? v == mask : (v & mask) == mask;
+}
+
+/*
+ * Four shadow words per test: a loop over bytes was two thirds of the
+ * kernel's instructions in a byte-CREW read loop, one over words still a
+ * quarter.  Returns the bits that say "not owned", 0 when all are.
+ */
+static u64 not_owned_w(const u8 *s, unsigned long n, u64 rep)
+{
+	unsigned long i;
+	u64 x = 0;
+
+	for (i = 0; i < n && !x; i += 32)
+		x = (crew_ld_u64(s + i) ^ rep) | (crew_ld_u64(s + i + 8) ^ rep) |
+		    (crew_ld_u64(s + i + 16) ^ rep) | (crew_ld_u64(s + i + 24) ^ rep);
+	return x;
+}
+
+static u64 not_owned_r(const u8 *s, unsigned long n, u64 rep)
+{
+	unsigned long i;
+	u64 x = 0;
+
+	for (i = 0; i < n && !x; i += 32)
+		x = (~crew_ld_u64(s + i) | ~crew_ld_u64(s + i + 8) |
+		     ~crew_ld_u64(s + i + 16) | ~crew_ld_u64(s + i + 24)) & rep;
+	return x;
+}
+
+bool crew_owns_range(const u8 *s, unsigned long len, u8 mask, bool write)
+{
+	u64 rep = 0x0101010101010101ULL * mask;
+	unsigned long i = 0, n;
+
+	for (; i < len && ((unsigned long)(s + i) & 7); i++)
+		if (!own_byte(crew_ld_u8(s + i), mask, write))
+			return false;
+	n = (len - i) & ~31UL;
+	if (n && (write ? not_owned_w(s + i, n, rep) : not_owned_r(s + i, n, rep)))
+		return false;
+	for (i += n; i < len; i++)
+		if (!own_byte(crew_ld_u8(s + i), mask, write))
+			return false;
+	return true;
+}

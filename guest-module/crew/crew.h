@@ -394,6 +394,13 @@ static crew_inline bool crew_owns(const struct crew_cpu *c, const void *p,
 	return write ? v == m : (v & m) == m;
 }
 
+/*
+ * Whether the vCPU of @mask owns all of @len shadow bytes at @s (a read:
+ * its bit is set in each; a write: it is the only owner of each).  For
+ * string instructions, whose ranges are up to a page.
+ */
+bool crew_owns_range(const u8 *s, unsigned long len, u8 mask, bool write);
+
 /* fast paths: 0 or -CREW_E* (the access may proceed even then) */
 static crew_inline int crew_read_acquire(struct crew_cpu *c, const void *p,
 					 unsigned int len)

@@ -677,6 +677,49 @@ static int drain_full(struct crew_ring *r)
 	return 0;
 }
 
+/*
+ * crew_owns_range against a byte at a time, for every start alignment and
+ * lengths around its word and four-word steps, with one byte spoilt (or
+ * none) inside or just outside the range.
+ */
+static void test_owns_range(void)
+{
+	static u8 buf[640] crew_aligned(64);
+	const u8 masks[] = { 0x01, 0x10, 0x80 };
+	u64 seed = 7;
+	int bad = 0, trials = 0;
+
+	printf("a. range ownership (string instructions)\n");
+	for (unsigned int m = 0; m < sizeof(masks); m++) {
+		u8 mask = masks[m];
+
+		for (int t = 0; t < 20000; t++) {
+			unsigned long off = 2 + rnd(&seed) % 16, len = rnd(&seed) % 300;
+			bool write = rnd(&seed) & 1, want = true, got;
+			long spoil = (long)(rnd(&seed) % (len + 4)) - 2;
+			u8 other = (u8)(1u << (rnd(&seed) % 8));
+
+			/* owned by @mask; for reads, often shared with another */
+			for (unsigned long i = 0; i < sizeof(buf); i++)
+				buf[i] = (!write && (rnd(&seed) & 1)) ? mask | other : mask;
+			if (rnd(&seed) % 4) {	/* spoil one byte (maybe outside) */
+				long at = (long)off + spoil;
+
+				buf[at] = rnd(&seed) & 1 ? (u8)(buf[at] & ~mask) : (u8)(buf[at] | other);
+			}
+			for (unsigned long i = off; i < off + len; i++)
+				if (write ? buf[i] != mask : (buf[i] & mask) != mask)
+					want = false;
+			got = crew_owns_range(buf + off, len, mask, write);
+			trials++;
+			if (got != want && bad++ < 5)
+				printf("  FAIL owns_range(off %lu, len %lu, mask %x, %s) = %d\n",
+				       off, len, mask, write ? "write" : "read", got);
+		}
+	}
+	CHECK(!bad, "%d of %d range checks differ from a byte at a time", bad, trials);
+}
+
 static void test_ring(void)
 {
 	struct crew_ring_shared *sh = aligned_alloc(64, sizeof(*sh) + 4 * 64);
@@ -1804,6 +1847,7 @@ int main(int argc, char **argv)
 #endif
 	if (strchr(only, 'a')) {
 		test_record_format();
+		test_owns_range();
 		test_ring();
 		test_states();
 		test_replay_checks();
