@@ -39,6 +39,8 @@ MODULE_PARM_DESC(shadow_size, "crew=byte: its size; it covers RAM below it byte 
 
 DEFINE_PER_CPU(struct rv_vcpu, rv_vcpu);
 u64 rv_byte_native_exits;
+atomic64_t rv_byte_foreign_calls;
+unsigned long rv_byte_foreign_last;
 
 #define RING_NR		4096
 #define RING_LEN	(RVG_RING_HDR + RING_NR * RVG_REC_SIZE)
@@ -498,6 +500,8 @@ void rv_byte_show(struct seq_file *m)
 	seq_printf(m, "byte_refills %llu\n", s[RV_BS_REFILL]);
 	seq_printf(m, "byte_host_waits %llu\n", s[RV_BS_HOST_WAIT]);
 	seq_printf(m, "byte_native_exits %llu\n", READ_ONCE(rv_byte_native_exits));
+	seq_printf(m, "byte_foreign_calls %lld last %pS\n",
+		   atomic64_read(&rv_byte_foreign_calls), (void *)READ_ONCE(rv_byte_foreign_last));
 	rv_train_show(m);
 	for_each_online_cpu(cpu)
 		seq_printf(m, "byte_cpu%d seq %llu transfers %llu\n", cpu,

@@ -56,15 +56,23 @@ static struct kretprobe poke_krp = {
 	.maxactive = 16,
 };
 
+static void invalidate_layout(const struct module_layout *l)
+{
+	unsigned long s = (unsigned long)l->base;
+
+	if (s)
+		rv_invalidate_range(s, s + l->size);
+}
+
 static int mod_event(struct notifier_block *nb, unsigned long ev, void *data)
 {
 	struct module *mod = data;
 
-	if (ev == MODULE_STATE_GOING) {
-		unsigned long s = (unsigned long)mod->core_layout.base;
-
-		rv_invalidate_range(s, s + mod->core_layout.size);
-	}
+	/* init text is translated while COMING (rv_translatable) */
+	if (ev == MODULE_STATE_LIVE || ev == MODULE_STATE_GOING)
+		invalidate_layout(&mod->init_layout);
+	if (ev == MODULE_STATE_GOING)
+		invalidate_layout(&mod->core_layout);
 	return NOTIFY_DONE;
 }
 

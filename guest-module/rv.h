@@ -242,6 +242,9 @@ int rv_byte_on_cpu(void *unused);
 int rv_byte_stop_fn(void *unused);		/* switch.S */
 void rv_entry_install_this_cpu(void);
 extern u64 rv_byte_gate_slot[256], rv_byte_lstar_slot, rv_byte_native_exits;
+/* calls from translated code into native code other than this module's */
+extern atomic64_t rv_byte_foreign_calls;
+extern unsigned long rv_byte_foreign_last;
 extern unsigned long rv_byte_gate_native[256], rv_byte_lstar_native;
 int rv_byte_switch_on_cpu(void);		/* in stop_machine, every CPU */
 void rv_byte_exit(void);

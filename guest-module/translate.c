@@ -76,6 +76,12 @@ static inline unsigned int hfn(unsigned long a)
 	return hash_long(a, HASH_BITS);
 }
 
+static bool in_text(unsigned long pc, const struct module_layout *l)
+{
+	return pc >= (unsigned long)l->base &&
+	       pc < (unsigned long)l->base + l->text_size;
+}
+
 bool rv_translatable(unsigned long pc)
 {
 	struct module *mod;
@@ -95,10 +101,19 @@ bool rv_translatable(unsigned long pc)
 		return true;
 	preempt_disable();
 	mod = rv_k.module_text_address(pc);
-	if (mod && mod != THIS_MODULE &&
-	    (mod->state == MODULE_STATE_LIVE || mod->state == MODULE_STATE_COMING) &&
-	    pc >= (unsigned long)mod->core_layout.base &&
-	    pc < (unsigned long)mod->core_layout.base + mod->core_layout.text_size)
+	/*
+	 * Its exit function runs while the module is GOING, and its init
+	 * from init text while it is COMING; run natively, they would skip
+	 * byte CREW's checks and det points.  mod_event() drops the
+	 * translations of init text when the module goes LIVE, and of all
+	 * its text at the GOING notification, after the exit function and
+	 * before the kernel frees the module.
+	 */
+	if (mod && mod != THIS_MODULE && mod->state != MODULE_STATE_UNFORMED &&
+	    in_text(pc, &mod->core_layout))
+		ok = true;
+	if (mod && mod != THIS_MODULE && mod->state == MODULE_STATE_COMING &&
+	    in_text(pc, &mod->init_layout))
 		ok = true;
 	preempt_enable();
 	return ok;
@@ -754,6 +769,11 @@ unsigned long rv_dispatch_call(unsigned long target, unsigned long *ksp)
 	}
 	n->ret = ksp[1];
 	n->own = within_module_core(target, THIS_MODULE);
+	if (!n->own) {
+		/* kernel code run natively: no checks, no det points */
+		atomic64_inc(&rv_byte_foreign_calls);
+		WRITE_ONCE(rv_byte_foreign_last, target);
+	}
 	ksp[1] = rv_ret_tramp;
 	return dest;
 }

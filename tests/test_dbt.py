@@ -13,7 +13,7 @@ import pytest
 import vmrun
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IMAGE = os.environ.get("RV_IMAGE", vmrun.IMAGE)
+IMAGE = vmrun.IMAGE
 RESULT = re.compile(r"^RESULT (\S+)(.*)$", re.M)
 BAD = re.compile(r"WARNING:|BUG:|Oops|general protection|double fault|still in use")
 

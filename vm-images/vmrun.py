@@ -18,7 +18,8 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IMAGE = os.path.join(REPO, "build", "image")
+# RV_IMAGE=dir: another guest image (an A/B of two guest modules, say)
+IMAGE = os.environ.get("RV_IMAGE") or os.path.join(REPO, "build", "image")
 QEMU = os.path.join(REPO, "build", "qemu", "qemu-system-x86_64")
 
 # default arguments of each workload: small enough for an emulated guest
