@@ -265,10 +265,13 @@ MODLOAD_CMD = ("(cd /opt/rv/bin && ./forkwait -n 300 >/dev/null) & i=0; while [ 
                "wait; echo RESULT modload done")
 
 
+@full_only
 def test_module_loads_during_a_byte_recording_replay(tmp_path):
     """Modules loaded and unloaded during a byte-CREW recording: their
     init and exit functions ran natively, without ownership checks or det
-    points, and a replay diverged at a spin lock during the loads."""
+    points, and a replay diverged at a spin lock during the loads.  (Full
+    only, for time: the vtlb test above checks in every run that no
+    kernel code runs natively.)"""
     log = tmp_path / "run.rr"
     rec = record_byte(log, 2, cmd=MODLOAD_CMD)
     assert "MODFAIL" not in rec.output, rec.console[-3000:]
