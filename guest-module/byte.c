@@ -479,6 +479,7 @@ void rv_byte_show(struct seq_file *m)
 	seq_printf(m, "byte_slow %llu\n", s[RV_BS_SLOW]);
 	seq_printf(m, "byte_classify %llu\n", s[RV_BS_CLASSIFY]);
 	seq_printf(m, "byte_tlb_flush_sites %lu\n", rv_cc.tlb_flush_sites);
+	seq_printf(m, "byte_release_inc_sites %lu\n", rv_cc.release_inc);
 	{
 		u64 fills = 0, flushes = 0, checked = 0, stale = 0;
 

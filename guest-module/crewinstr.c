@@ -558,21 +558,44 @@ bad:
 	return false;
 }
 
-/* after an instrumented instruction: release (seq++), fenced in record
- * (but at an untrained site with untrained_fence=0) */
+/*
+ * The release's fence: xchg, the TSO-safe store of crew.h, or a plain
+ * store and mfence (release_xchg=0, the default).  Under MTTCG an xchg is
+ * an atomic helper call, an mfence one inline host fence; on hardware
+ * both drain the store buffer.
+ */
+static bool release_xchg;
+module_param(release_xchg, bool, 0444);
+
+/*
+ * After an instrumented instruction: release (seq++), fenced in record
+ * (but at an untrained site with untrained_fence=0).  Where the code after
+ * it overwrites the flags before reading them, an incq: its flags come
+ * from seq, which counts the same accesses in a replay, so they are the
+ * same there (a callee may still push them).
+ */
 static void crew_post(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	u32 seq = RV_GS(crew) + offsetof(struct crew_cpu, seq);
+	bool fence = !rv_byte_replaying() &&
+		     !(op && rv_trained && !rv_untrained_fence && !rv_trained_has(op->pc));
+	bool branch = insn->opcode.bytes[0] == 0xff;	/* call/jmp/push r/m */
 
-	e_u8(e, 0x50);					/* push %rax */
-	e_gs(e, 0x48, 0x8b, 0, seq);			/* mov %gs:seq,%rax */
-	e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0x40); e_u8(e, 0x01); /* lea 1(%rax),%rax */
-	if (rv_byte_replaying() ||
-	    (op && rv_trained && !rv_untrained_fence && !rv_trained_has(op->pc)))
-		e_gs(e, 0x48, 0x89, 0, seq);		/* mov %rax,%gs:seq */
-	else
-		e_gs(e, 0x48, 0x87, 0, seq);		/* xchg %rax,%gs:seq */
-	e_u8(e, 0x58);					/* pop %rax */
+	/* not on fences alone: a recording and its replay must agree */
+	if (!release_xchg && op && !branch && rv_flags_dead(op->pc + insn->length)) {
+		e_gs(e, 0x48, 0xff, 0, seq);		/* incq %gs:seq */
+		rv_cc.release_inc++;
+	} else {
+		e_u8(e, 0x50);				/* push %rax */
+		e_gs(e, 0x48, 0x8b, 0, seq);		/* mov %gs:seq,%rax */
+		e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0x40); e_u8(e, 0x01); /* lea 1(%rax),%rax */
+		/* xchg %rax,%gs:seq, or mov %rax,%gs:seq */
+		e_gs(e, 0x48, fence && release_xchg ? 0x87 : 0x89, 0, seq);
+		e_u8(e, 0x58);				/* pop %rax */
+	}
+	if (fence && !release_xchg) {
+		e_u8(e, 0x0f); e_u8(e, 0xae); e_u8(e, 0xf0);	/* mfence */
+	}
 }
 
 static void crew_detpoint(struct rv_emit *e, struct insn *insn, unsigned long pc,

@@ -39,6 +39,7 @@ struct rv_crew_consts {
 	unsigned long shadow_va;	/* shadow(phys) = shadow_va + phys */
 	/* translation-time counts */
 	unsigned long instrumented, uninstrumented, skipped_stack, tlb_flush_sites;
+	unsigned long release_inc;	/* releases by incq (flags dead after) */
 };
 extern struct rv_crew_consts rv_cc;
 extern unsigned int rv_bdebug;
