@@ -35,12 +35,14 @@ The full run takes hours on a small host (byte-CREW replays run at 30-100x
 here), so it can be accumulated: with --resume, rows already in DIR's
 results.csv that have at least --reps reps and no failure are kept, and only
 the other cells run.  Each row carries when it was measured and with which
-QEMU build and tree, and results.md lists them, so a table assembled over
-several runs says so.
+QEMU build, tree and guest image (both taken when the run started: the
+image holds the guest module), and results.md lists them, so a table
+assembled over several runs says so.
 """
 import argparse
 import csv
 import datetime
+import hashlib
 import os
 import platform
 import statistics
@@ -76,9 +78,9 @@ COLUMNS = (["workload", "vcpus"] + ["%s_s" % v for v in VARIANTS] +
            ["%s_ratio" % v for v in VARIANTS if v != "plain"] +
            ["page_log_mb", "page_log_mb_per_s", "page_events", "page_transfers_per_s",
             "page_false_sharing", "byte_log_mb", "byte_log_mb_per_s", "byte_events", "byte_transfers_per_s",
-            "reps", "failures", "not_available", "measured", "qemu", "tree"])
+            "reps", "failures", "not_available", "measured", "qemu", "tree", "image"])
 INT_COLUMNS = {"vcpus", "reps", "page_events", "byte_events"}
-TEXT_COLUMNS = {"workload", "failures", "not_available", "measured", "qemu", "tree"}
+TEXT_COLUMNS = {"workload", "failures", "not_available", "measured", "qemu", "tree", "image"}
 
 
 class Failed(Exception):
@@ -237,11 +239,12 @@ def markdown(rows, machine):
     out += ["", "Rows measured (a table kept with --resume comes from several runs):", ""]
     groups = {}
     for r in rows:
-        groups.setdefault((r.get("qemu") or "?", r.get("tree") or "?"), []).append(r)
-    for (q, t), rs in groups.items():
+        groups.setdefault((r.get("qemu") or "?", r.get("tree") or "?", r.get("image") or "?"),
+                          []).append(r)
+    for (q, t, im), rs in groups.items():
         when = sorted(r.get("measured") or "?" for r in rs)
-        out.append("- %s (%s to %s): QEMU %s, tree %s" % (
-            ", ".join("%s/%d" % (r["workload"], r["vcpus"]) for r in rs), when[0], when[-1], q, t))
+        out.append("- %s (%s to %s): QEMU %s, tree %s, image %s" % (
+            ", ".join("%s/%d" % (r["workload"], r["vcpus"]) for r in rs), when[0], when[-1], q, t, im))
     out += ["", "(too short): the timed span was under %.1f s, where how fast the console "
             "lines reach the host dominates; size the workload up." % TOO_SHORT_S]
     if any(r["not_available"] for r in rows):
@@ -298,9 +301,26 @@ def qemu_build():
     return open(ver).read().strip() if os.path.exists(ver) else "?"
 
 
+def image_id():
+    """The guest image's initramfs (kernel modules, guest module,
+    workloads), sha256 cut to 12 digits."""
+    try:
+        with open(os.path.join(vmrun.IMAGE, "initramfs.cpio.gz"), "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:12]
+    except OSError:
+        return "?"
+
+
+# taken when the run starts: the tree may move on while it runs, and the
+# image (which holds the guest module) is what was built before it
+RUN = {}
+
+
 def provenance():
+    if not RUN:
+        RUN.update(tree=tree_rev(), image=image_id())
     return {"measured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "qemu": qemu_build(), "tree": tree_rev()}
+            "qemu": qemu_build(), "tree": RUN["tree"], "image": RUN["image"]}
 
 
 def read_rows(path):
@@ -368,6 +388,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     ap.add_argument("workloads", nargs="*", help="subset of: " + ", ".join(WORKLOADS))
     a = ap.parse_args()
+    provenance()        # pins the tree and image of this run
     table = QUICK_WORKLOADS if a.quick else WORKLOADS
     for w in a.workloads:
         if w not in table:

@@ -60,7 +60,7 @@ import experiment  # noqa: E402
 def finished_row(w, n, reps=3, failures=""):
     r = {k: None for k in experiment.COLUMNS}
     r.update(workload=w, vcpus=n, reps=reps, failures=failures, not_available="",
-             measured="2026-11-27 10:00 UTC", qemu="q1", tree="t1")
+             measured="2026-11-27 10:00 UTC", qemu="q1", tree="t1", image="i1")
     for i, v in enumerate(experiment.VARIANTS):
         r["%s_s" % v] = 2.0 + i
         if v != "plain":
@@ -87,7 +87,7 @@ def test_resume_with_every_cell_finished_runs_nothing_and_rewrites_the_report(tm
     out = tmp_path / "exp"
     out.mkdir()
     rows = [finished_row("read", 2), finished_row("socket", 2)]
-    rows[1].update(qemu="q2", tree="t2", measured="2026-11-28 09:00 UTC")
+    rows[1].update(qemu="q2", tree="t2", image="i2", measured="2026-11-28 09:00 UTC")
     with open(out / "results.csv", "w", newline="") as f:
         cw = csv.DictWriter(f, experiment.COLUMNS)
         cw.writeheader()
@@ -103,8 +103,8 @@ def test_resume_with_every_cell_finished_runs_nothing_and_rewrites_the_report(tm
     assert "2 cell(s) kept" in text and "0 to run" in text, text
     assert experiment.read_rows(str(out / "results.csv")) == rows
     md = open(out / "results.md").read()
-    assert "- read/2 (2026-11-27 10:00 UTC to 2026-11-27 10:00 UTC): QEMU q1, tree t1" in md, md
-    assert "- socket/2 (2026-11-28 09:00 UTC to 2026-11-28 09:00 UTC): QEMU q2, tree t2" in md, md
+    assert "- read/2 (2026-11-27 10:00 UTC to 2026-11-27 10:00 UTC): QEMU q1, tree t1, image i1" in md, md
+    assert "- socket/2 (2026-11-28 09:00 UTC to 2026-11-28 09:00 UTC): QEMU q2, tree t2, image i2" in md, md
     assert md.count("\n| read | 2 | 2.00 | 3.00 (1.50x)") == 1, md
     for fig in ("fig_overhead.png", "fig_log.png", "fig_transfers.png"):
         png_size(out / fig)
