@@ -16,6 +16,12 @@
  *
  *   qemu-system-x86_64 -plugin build/plugins/libkinsns.so -d plugin -D log ...
  *
+ * Each mark also writes "KMEM <mark#> <n>": the memory accesses kernel
+ * instructions made so far (one counter for all vCPUs, exact at 1 vCPU).
+ * Under TCG a memory access costs a softmmu TLB lookup, an order of
+ * magnitude more than a register operation, so it is the count that
+ * tracks the time of instrumented code best.
+ *
  * With -plugin ...,hot=N each mark also lists the N kernel TBs that ran
  * the most instructions since the previous mark ("KHOT vaddr insns
  * execs"): where a difference between two runs comes from.
@@ -39,6 +45,7 @@ struct count {
 };
 static struct count counts[MAX_VCPUS];
 static uint64_t marks;
+static uint64_t kmem;		/* inline-incremented: racy above 1 vCPU */
 
 /* hot=N: every kernel TB translated, with its executions since the last mark */
 struct tbinfo {
@@ -131,6 +138,9 @@ static void mark(unsigned int vcpu, void *udata)
 	snprintf(line, sizeof(line), "KINSNS %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
 		 ++marks, k, u);
 	qemu_plugin_outs(line);
+	snprintf(line, sizeof(line), "KMEM %" PRIu64 " %" PRIu64 "\n", marks,
+		 __atomic_load_n(&kmem, __ATOMIC_RELAXED));
+	qemu_plugin_outs(line);
 	if (hot)
 		hot_report();
 }
@@ -148,6 +158,9 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 		if (va >= KERNEL_HALF) {
 			k++;
+			qemu_plugin_register_vcpu_mem_inline(insn, QEMU_PLUGIN_MEM_RW,
+							     QEMU_PLUGIN_INLINE_ADD_U64,
+							     &kmem, 1);
 			continue;
 		}
 		u++;
