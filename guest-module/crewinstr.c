@@ -5,8 +5,9 @@
  * Every memory access of translated kernel code, except those through
  * %rsp (the thread's own stack) and through fs, is bracketed:
  *
- *   push %rax; push %rcx; push %rdx; lea EA,%rdx   (program registers)
- *   [seto %al; lahf]                                (flags, if live)
+ *   [push %rax]; push %rcx; push %rdx; lea EA,%rdx (program registers)
+ *   [seto %al; lahf]                   (flags, if live: only then is %rax
+ *                                       used, and pushed)
  *   [add %gs:this_cpu_off,%rdx]
  *   phys = EA - PAGE_OFFSET        (< span: direct map)
  *   else phys = EA - __START_KERNEL_map + phys_base  (kernel image)
@@ -15,11 +16,11 @@
  *           stacks, vmemmap, modules); else slow_common classifies it
  *           through the page tables (MMIO is a deterministic point) and
  *           fills the vtlb
- *   record: shadow = shadow_va + phys; (shadow & me) == me (read) or
+ *   record: shadow = shadow_va + phys; (~shadow & me) == 0 (read) or
  *           shadow == me (write), over the access size, else slow_common
  *           takes ownership (crew_acquire_slow, logs the transfer)
  *   replay: seq == rp_next -> slow_common waits for the logged owners
- *   [add $0x7f,%al; sahf]; pop %rdx; pop %rcx; pop %rax
+ *   [add $0x7f,%al; sahf]; pop %rdx; pop %rcx; [pop %rax]
  *   <the instruction>
  *   push %rax; mov %gs:seq,%rax; lea 1(%rax),%rax; xchg %rax,%gs:seq; pop %rax
  *
@@ -241,7 +242,7 @@ static void e_movabs(struct rv_emit *e, int reg, u64 imm)
  * lea of @op's effective address into %rdx (rip-relative: the absolute
  * target).  false: not an operand this emitter handles.
  */
-bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
+bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op, int pushed)
 {
 	u8 rex = insn->rex_prefix.nbytes ? insn->rex_prefix.bytes[0] : 0;
 	u8 modrm = insn->modrm.bytes[0];
@@ -255,12 +256,12 @@ bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 		return true;
 	}
 	if (op->base == 4) {
-		/* %rsp-based: 24 bytes lower now (rax, rcx, rdx pushed) */
+		/* %rsp-based: lower now by what e_push put there */
 		e_u8(e, 0x48 | (rex & 3));
 		e_u8(e, 0x8d);
 		e_u8(e, 0x80 | (2 << 3) | 4);		/* mod 10: disp32, SIB */
 		e_u8(e, insn->sib.bytes[0]);
-		e_u32(e, (u32)(insn->displacement.value + 24));
+		e_u32(e, (u32)(insn->displacement.value + pushed));
 		return true;
 	}
 	/* 48|X|B 8d modrm(mod, reg=rdx, rm) [sib] [disp] */
@@ -279,15 +280,15 @@ bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 /*
  * bt/bts/btr/btc with a register bit offset: the word touched is
  * EA + (offset >> 6) * 8 (>> 5, * 4 for 32 bits).  The offset register's
- * program value: rax, rcx, rdx from where e_push3 put them.
+ * program value: rcx, rdx (and rax, if @rax) from where e_push put them.
  */
-void e_bitreg(struct rv_emit *e, int reg, int size)
+void e_bitreg(struct rv_emit *e, int reg, int size, bool rax)
 {
 	static const u8 stack_off[3] = { 16, 8, 0 };	/* rax, rcx, rdx */
 	u8 sh = size == 8 ? 6 : size == 4 ? 5 : 4;
 	u8 sib = 0x0a | (1 << 3) | ((size == 8 ? 3 : size == 4 ? 2 : 1) << 6);
 
-	if (reg <= 2) {
+	if (reg == 1 || reg == 2 || (reg == 0 && rax)) {
 		if (size == 8) {			/* mov off(%rsp),%rcx */
 			e_u8(e, 0x48); e_u8(e, 0x8b);
 		} else if (size == 4) {			/* movslq off(%rsp),%rcx */
@@ -310,9 +311,17 @@ void e_bitreg(struct rv_emit *e, int reg, int size)
 	e_u8(e, 0x48); e_u8(e, 0x8d); e_u8(e, 0x14); e_u8(e, sib);	/* lea (%rdx,%rcx,s),%rdx */
 }
 
-void e_push3(struct rv_emit *e)
+/*
+ * The registers a check uses: rcx, rdx, and rax (lahf, seto) if @rax.
+ * rdx ends up on top either way, rcx under it: slow paths read them
+ * there.  Returns the bytes pushed.
+ */
+int e_push(struct rv_emit *e, bool rax)
 {
-	e_u8(e, 0x50); e_u8(e, 0x51); e_u8(e, 0x52);	/* push rax, rcx, rdx */
+	if (rax)
+		e_u8(e, 0x50);				/* push %rax */
+	e_u8(e, 0x51); e_u8(e, 0x52);			/* push %rcx; push %rdx */
+	return rax ? 24 : 16;
 }
 
 void e_save_flags(struct rv_emit *e, bool flags)
@@ -329,7 +338,9 @@ void e_restore(struct rv_emit *e, bool flags)
 		e_u8(e, 0x04); e_u8(e, 0x7f);			/* add $0x7f,%al */
 		e_u8(e, 0x9e);					/* sahf */
 	}
-	e_u8(e, 0x5a); e_u8(e, 0x59); e_u8(e, 0x58);	/* pop rdx, rcx, rax */
+	e_u8(e, 0x5a); e_u8(e, 0x59);			/* pop %rdx; pop %rcx */
+	if (flags)
+		e_u8(e, 0x58);				/* pop %rax */
 }
 
 /*
@@ -357,13 +368,17 @@ u8 *e_to_phys(struct rv_emit *e)
 	return other;
 }
 
-/* shadow check of %rcx (phys) for @size bytes; jne field returned (%rdx = shadow) */
+/*
+ * shadow check of %rcx (phys) for @size bytes; jne field returned (%rdx =
+ * shadow).  A read needs this vCPU's bit in every byte: ~shadow & rep == 0
+ * (one load of rep, where "shadow & rep == rep" took two).
+ */
 u8 *e_shadow_check(struct rv_emit *e, int size, bool write)
 {
 	u32 rep = RV_GS(crew) + offsetof(struct crew_cpu, rep);
 	static const u8 sz_rex[9] = { [1] = 0, [2] = 0, [4] = 0, [8] = 0x48 };
 	u8 opmov = size == 1 ? 0x8a : 0x8b, opand = size == 1 ? 0x22 : 0x23,
-	   opcmp = size == 1 ? 0x3a : 0x3b;
+	   opcmp = size == 1 ? 0x3a : 0x3b, opnot = size == 1 ? 0xf6 : 0xf7;
 
 	e_movabs(e, 2, rv_cc.shadow_va);
 	e_u8(e, 0x48); e_u8(e, 0x01); e_u8(e, 0xca);		/* add %rcx,%rdx */
@@ -373,14 +388,18 @@ u8 *e_shadow_check(struct rv_emit *e, int size, bool write)
 	if (sz_rex[size])
 		e_u8(e, sz_rex[size]);
 	e_u8(e, opmov); e_u8(e, 0x0a);
-	if (!write) {
+	if (size == 2)
+		e_u8(e, 0x66);
+	if (write) {
+		e_gs(e, sz_rex[size], opcmp, 1, rep);		/* cmp %gs:rep,%cx */
+	} else {
+		if (sz_rex[size])
+			e_u8(e, sz_rex[size]);
+		e_u8(e, opnot); e_u8(e, 0xd1);			/* not %cx */
 		if (size == 2)
 			e_u8(e, 0x66);
 		e_gs(e, sz_rex[size], opand, 1, rep);		/* and %gs:rep,%cx */
 	}
-	if (size == 2)
-		e_u8(e, 0x66);
-	e_gs(e, sz_rex[size], opcmp, 1, rep);			/* cmp %gs:rep,%cx */
 	return e_jcc32(e, 0x5);					/* jne slow */
 }
 
@@ -502,7 +521,7 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 	u8 *j_seq = NULL, *after_seq, *back, *mark = e->p;
 	struct rv_own_jumps j;
 	struct rv_site *site;
-	int untrained;
+	int untrained, pushed;
 
 	if (rv_crew_skip(insn, op))
 		return false;
@@ -513,13 +532,13 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 	if (!site)
 		goto bad;
 	flags = (rv_bdebug & 4) || !rv_flags_dead(op->pc);
-	e_push3(e);
+	pushed = e_push(e, flags);
 	/* the address first: the operand may use rax, rcx or rdx */
-	if (!op->string && !e_lea_rdx(e, insn, op))
+	if (!op->string && !e_lea_rdx(e, insn, op, pushed))
 		goto bad;
 	e_save_flags(e, flags);
 	if (op->bitreg >= 0)
-		e_bitreg(e, op->bitreg, op->size);
+		e_bitreg(e, op->bitreg, op->size, flags);
 	if (replay) {
 		/* mov %gs:seq,%rcx; cmp %gs:rp_next,%rcx; je replay-wait */
 		e_gs(e, 0x48, 0x8b, 1, RV_GS(crew) + offsetof(struct crew_cpu, seq));

@@ -53,11 +53,11 @@ int rv_string_pieces(unsigned long pc, int size, u64 rsi, u64 rdi, u64 rcx, bool
 		     struct rv_piece *p, int *np, bool *mmio);
 
 /* shared emitters (crewinstr.c) */
-void e_push3(struct rv_emit *e);
+int e_push(struct rv_emit *e, bool rax);
 void e_save_flags(struct rv_emit *e, bool flags);
 void e_restore(struct rv_emit *e, bool flags);
-bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op);
-void e_bitreg(struct rv_emit *e, int reg, int size);
+bool e_lea_rdx(struct rv_emit *e, struct insn *insn, const struct rv_memop *op, int pushed);
+void e_bitreg(struct rv_emit *e, int reg, int size, bool rax);
 u8 *e_to_phys(struct rv_emit *e);
 u8 *e_shadow_check(struct rv_emit *e, int size, bool write);
 /* the jumps e_own_check leaves to fill, and the slow path the check wants */

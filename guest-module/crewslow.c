@@ -4,8 +4,8 @@
  * private stack with interrupts as the translated code had them (the host
  * injects none here: this is not a deterministic point).
  *
- * The site's inline code has pushed rax, rcx, rdx on the kernel stack and
- * left the reason in x_kind, the address (or shadow pointer) in x_addr.
+ * The site's inline code has pushed rcx, rdx (rdx on top; rax under them
+ * where the flags were live) on the kernel stack and left the reason in x_kind, the address (or shadow pointer) in x_addr.
  * Addresses outside the direct map and the kernel image are classified
  * here: user memory is left alone (user space is share-nothing, and a
  * user page the kernel touches through the direct map is ordered there),
@@ -294,7 +294,7 @@ static void note_untrained(struct crew_cpu *c, unsigned long pc, unsigned long p
 static int string_op(struct rv_vcpu *v, struct crew_cpu *c, struct rv_site *site,
 		     struct rv_priv_frame *f, bool replay, bool sentinel)
 {
-	u64 *ks = (u64 *)v->priv_rsp;		/* rdx, rcx, rax the site pushed */
+	u64 *ks = (u64 *)v->priv_rsp;		/* rdx, rcx the site pushed */
 	struct piece *p = *this_cpu_ptr(&rv_pieces);
 	bool mmio = false, down = f->flags & X86_EFLAGS_DF;
 	int np = 0, ret, i;

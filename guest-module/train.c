@@ -254,6 +254,7 @@ static bool train_mem(struct rv_emit *e, struct insn *insn, const struct rv_memo
 	u8 *back, *mark = e->p;
 	struct rv_trec *r;
 	bool flags;
+	int pushed;
 
 	if (rv_crew_skip(insn, op) || (rv_bdebug & 1))
 		return false;
@@ -261,15 +262,15 @@ static bool train_mem(struct rv_emit *e, struct insn *insn, const struct rv_memo
 	if (!r)
 		goto bad;
 	flags = !rv_flags_dead(op->pc);
-	e_push3(e);
-	if (!op->string && !e_lea_rdx(e, insn, op))
+	pushed = e_push(e, flags);
+	if (!op->string && !e_lea_rdx(e, insn, op, pushed))
 		goto bad;
 	e_save_flags(e, flags);
 	/* incq abs32(&r->count) */
 	e_u8(e, 0x48); e_u8(e, 0xff); e_u8(e, 0x04); e_u8(e, 0x25);
 	e_u32(e, (u32)(unsigned long)&r->count);
 	if (op->bitreg >= 0)
-		e_bitreg(e, op->bitreg, op->size);
+		e_bitreg(e, op->bitreg, op->size, flags);
 	e_own_check(e, op, true, &j);
 	back = e->p;
 	e_restore(e, flags);
