@@ -54,6 +54,9 @@ static struct rvg_desc *desc;
 static struct rvg_range *excl;
 static unsigned int n_excl, excl_pages;
 static void *rings[RVG_MAX_CPUS], *stacks[RVG_MAX_CPUS];
+/* page generations, then each CPU's remembered pages (crew_owns_span) */
+static void *pages_area;
+static unsigned long pages_size;
 static struct crew_ring prod[RVG_MAX_CPUS];
 static struct crew_reader readers[RVG_MAX_CPUS];
 static u64 cons_tail[RVG_MAX_CPUS];
@@ -271,6 +274,13 @@ int rv_byte_init(void)
 	if (crew_dom_init(dom, n, (long)shadow_va, CREW_TSO_FENCED_RELEASE))
 		goto err;
 	dom->rp_multi = 1;
+	/* optional: without it every page-long check is a pass over its shadow */
+	pages_size = (shadow_size >> PAGE_SHIFT) * sizeof(u32) + n * sizeof(struct crew_vcache);
+	pages_area = alloc_pages_exact(pages_size, GFP_KERNEL | __GFP_ZERO);
+	if (pages_area)
+		crew_dom_pages(dom, pages_area, 0, shadow_size >> PAGE_SHIFT, PAGE_SHIFT);
+	else
+		pr_warn(RV_PR "no memory to remember page verifications\n");
 	for_each_online_cpu(cpu) {
 		struct rv_vcpu *v = per_cpu_ptr(&rv_vcpu, cpu);
 
@@ -286,6 +296,9 @@ int rv_byte_init(void)
 		memset(v, 0, sizeof(*v));
 		if (crew_cpu_init(dom, (struct crew_cpu *)v->crew, cpu, NULL, NULL))
 			goto err;
+		if (pages_area)
+			crew_cpu_vcache((struct crew_cpu *)v->crew, (struct crew_vcache *)
+					(pages_area + (shadow_size >> PAGE_SHIFT) * sizeof(u32)) + cpu);
 		v->dp_remain = 1ULL << 62;
 		v->this_off = per_cpu_offset(cpu);
 		v->priv_top = (u64)stacks[cpu] + (PAGE_SIZE << STACK_ORDER) - 16;
@@ -324,6 +337,8 @@ int rv_byte_register(void)
 	rv_byte_excl_va(m->core_layout.base, m->core_layout.size);
 	rv_byte_excl_va(rv_cache->alloc_base, rv_cache->alloc_size);
 	rv_byte_excl_va(dom, sizeof(*dom));
+	if (pages_area)
+		rv_byte_excl_va(pages_area, pages_size);
 	rv_byte_excl_va(desc, PAGE_SIZE);
 	rv_byte_excl_va(excl, PAGE_SIZE * excl_pages);
 	rv_translate_excl();
@@ -347,6 +362,9 @@ void rv_byte_exit(void)
 		rings[cpu] = stacks[cpu] = NULL;
 	}
 	vfree(dom);
+	if (pages_area)
+		free_pages_exact(pages_area, pages_size);
+	pages_area = NULL;
 	free_page((unsigned long)desc);
 	free_pages((unsigned long)excl, EXCL_ORDER);
 	rv_shadow_release();
@@ -505,6 +523,6 @@ void rv_byte_show(struct seq_file *m)
 		   atomic64_read(&rv_byte_foreign_calls), (void *)READ_ONCE(rv_byte_foreign_last));
 	rv_train_show(m);
 	for_each_online_cpu(cpu)
-		seq_printf(m, "byte_cpu%d seq %llu transfers %llu\n", cpu,
-			   crew_of(cpu)->seq, crew_of(cpu)->st.records);
+		seq_printf(m, "byte_cpu%d seq %llu transfers %llu page_hits %llu\n", cpu,
+			   crew_of(cpu)->seq, crew_of(cpu)->st.records, crew_of(cpu)->st.vc_hits);
 }

@@ -120,10 +120,14 @@ void rv_vtlb_flush(void)
 	t->flushes++;
 }
 
-/* Whether this vCPU owns [phys, phys + len) (all of it, for a write). */
+/*
+ * Whether this vCPU owns [phys, phys + len) (all of it, for a write); a
+ * page it found its own before and that no transfer touched since is
+ * answered without a pass over its shadow (crew_owns_span).
+ */
 static bool owns(struct crew_cpu *c, unsigned long phys, unsigned long len, bool write)
 {
-	return crew_owns_range((const u8 *)(rv_cc.shadow_va + phys), len, c->mask, write);
+	return crew_owns_span(c, (const void *)phys, len, write);
 }
 
 /* record: take [phys, phys + len), in pieces the core accepts */

@@ -176,7 +176,40 @@ int crew_dom_init(struct crew_dom *d, unsigned int nr_cpus, long shadow_off,
 		d->cpu[i] = 0;
 	for (i = 0; i < CREW_NLOCKS; i++)
 		d->lock[i] = 0;
+	d->pgen = 0;
+	d->pbase = d->npages = 0;
+	d->pshift = 0;
 	return 0;
+}
+
+void crew_dom_pages(struct crew_dom *d, u32 *gen, unsigned long base,
+		    unsigned long npages, unsigned int shift)
+{
+	d->pbase = base;
+	d->npages = npages;
+	d->pshift = shift;
+	crew_store_release(&d->pgen, gen);
+}
+
+void crew_cpu_vcache(struct crew_cpu *c, struct crew_vcache *vc)
+{
+	c->vc = vc;
+}
+
+/* after a change of the shadow of [p, p + len): bump its pages */
+static void crew_bump_pages(struct crew_dom *d, unsigned long p, unsigned long len)
+{
+	unsigned long pg, last;
+
+#ifdef CREW_BROKEN_PGEN
+	return;		/* deliberately broken: remembered pages never go stale */
+#endif
+	if (!d->pgen || p + len <= d->pbase)
+		return;
+	pg = p < d->pbase ? 0 : (p - d->pbase) >> d->pshift;
+	last = (p + len - 1 - d->pbase) >> d->pshift;
+	for (; pg <= last && pg < d->npages; pg++)
+		(void)__atomic_fetch_add(&d->pgen[pg], 1, __ATOMIC_SEQ_CST);
 }
 
 int crew_cpu_init(struct crew_dom *d, struct crew_cpu *c, unsigned int id,
@@ -401,7 +434,7 @@ static int crew_acquire(struct crew_cpu *c, const void *p, unsigned long len,
 	unsigned long i, irqf = 0;
 	u32 others = 0;
 	u8 old, nv;
-	int nl, k, ret = 0;
+	int nl, k, ret = 0, changed = 0;
 
 	if (!len || len > CREW_RANGE_MAX)
 		return -CREW_EINVAL;
@@ -417,9 +450,13 @@ static int crew_acquire(struct crew_cpu *c, const void *p, unsigned long len,
 		old = s[i];
 		others |= old;
 		nv = write ? c->mask : (u8)(old | c->mask);
-		if (nv != old)
+		if (nv != old) {
 			s[i] = nv;
+			changed = 1;
+		}
 	}
+	if (changed)
+		crew_bump_pages(d, (unsigned long)p, len);	/* a full fence */
 	others &= ~(u32)c->mask;
 	if (others) {
 		crew_fence();		/* invalidation before reading owners */
@@ -449,7 +486,7 @@ int crew_acquire_slow(struct crew_cpu *c, const void *p, unsigned long len,
 int crew_reset(struct crew_cpu *c, const void *p, unsigned long len)
 {
 	struct crew_dom *d = c->dom;
-	unsigned long a = (unsigned long)p, end = a + len, next, irqf = 0;
+	unsigned long a = (unsigned long)p, end = a + len, next, g, irqf = 0;
 	volatile u8 *s;
 	u32 was = crew_load(&c->state), *l;
 
@@ -462,8 +499,10 @@ int crew_reset(struct crew_cpu *c, const void *p, unsigned long len)
 		l = &d->lock[crew_lock_idx(a >> CREW_LOCK_SHIFT)];
 		crew_spin_lock(l);
 		s = (volatile u8 *)crew_shadow(c, (const void *)a);
-		for (; a < next; a++, s++)
+		for (g = a; g < next; g++, s++)
 			*s = 0;
+		crew_bump_pages(d, a, next - a);
+		a = next;
 		crew_spin_unlock(l);
 	}
 	/* full fence: the reset is visible before anything the caller does next */
@@ -766,5 +805,39 @@ bool crew_owns_range(const u8 *s, unsigned long len, u8 mask, bool write)
 	for (i += n; i < len; i++)
 		if (!own_byte(crew_ld_u8(s + i), mask, write))
 			return false;
+	return true;
+}
+
+/*
+ * The generation is read before the pass: a change the pass missed comes
+ * with a bump after it (crew_acquire), which the next look sees.
+ */
+bool crew_owns_span(struct crew_cpu *c, const void *p, unsigned long len,
+		    bool write)
+{
+	struct crew_dom *d = c->dom;
+	struct crew_vcache *vc = c->vc;
+	unsigned long a = (unsigned long)p, pg, slot, psize;
+	u32 *pgen = crew_load_acquire(&d->pgen), g;
+
+	if (!pgen || !vc || !len || a < d->pbase)
+		return crew_owns_range(crew_shadow(c, p), len, c->mask, write);
+	pg = (a - d->pbase) >> d->pshift;
+	psize = 1UL << d->pshift;
+	if (pg >= d->npages || (a + len - 1 - d->pbase) >> d->pshift != pg)
+		return crew_owns_range(crew_shadow(c, p), len, c->mask, write);
+	slot = pg & (CREW_VC_SIZE - 1);
+	g = crew_load_acquire(&pgen[pg]);
+	if (vc->page[slot] == pg + 1 && vc->gen[slot] == g && (vc->write[slot] || !write)) {
+		c->st.vc_hits++;
+		return true;
+	}
+	if (len != psize)	/* only whole pages are remembered */
+		return crew_owns_range(crew_shadow(c, p), len, c->mask, write);
+	if (!crew_owns_range(crew_shadow(c, p), len, c->mask, write))
+		return false;
+	vc->page[slot] = (u32)pg + 1;
+	vc->gen[slot] = g;
+	vc->write[slot] = write;
 	return true;
 }

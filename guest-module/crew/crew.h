@@ -302,7 +302,30 @@ struct crew_dom {
 	int (*remote_fence)(struct crew_dom *d, u32 mask);
 	struct crew_cpu *cpu[CREW_MAX_CPUS];
 	int rp_multi;			/* replay: several records per seq allowed */
+	/* optional page generations (crew_dom_pages) */
+	u32 *pgen;
+	unsigned long pbase, npages;
+	unsigned int pshift;
 	u32 lock[CREW_NLOCKS] crew_aligned(64);
+};
+
+/*
+ * Page verifications.  Checking a page-long range (a string instruction
+ * copying a page) costs a pass over a page of shadow; most find what they
+ * found last time.  So with crew_dom_pages() every shadow change bumps
+ * its page's generation (atomically, after the change and before the
+ * acquirer's fence and wait for the old owners), and a vCPU that verified
+ * a whole page remembers the generation it read before the pass: while
+ * the generation stays, so does what the pass found.  An access the
+ * remembered pass covers then proceeds on one load, in the same place in
+ * the TSO argument as the shadow loads it stands for.
+ */
+#define CREW_VC_SIZE	64		/* remembered pages per vCPU */
+
+struct crew_vcache {
+	u32 page[CREW_VC_SIZE];		/* page index + 1, 0: empty */
+	u32 gen[CREW_VC_SIZE];
+	u8 write[CREW_VC_SIZE];		/* verified for writes (implies reads) */
 };
 
 struct crew_stats {
@@ -313,6 +336,7 @@ struct crew_stats {
 	u64 wait_spins;		/* spins waiting for owners */
 	u64 replay_waits;	/* records waited for in replay */
 	u64 replay_spins;
+	u64 vc_hits;		/* range checks a remembered page answered */
 };
 
 struct crew_cpu {
@@ -349,6 +373,7 @@ struct crew_cpu {
 	u8 chg[CREW_MAX_CPUS];
 	u16 lk[CREW_MAX_RANGE_LOCKS + 1];
 	struct crew_stats st;
+	struct crew_vcache *vc;	/* page verifications (crew_cpu_vcache) */
 } crew_aligned(64);
 
 int crew_dom_init(struct crew_dom *d, unsigned int nr_cpus, long shadow_off,
@@ -400,6 +425,18 @@ static crew_inline bool crew_owns(const struct crew_cpu *c, const void *p,
  * string instructions, whose ranges are up to a page.
  */
 bool crew_owns_range(const u8 *s, unsigned long len, u8 mask, bool write);
+
+/*
+ * Page generations for the addresses [base, base + npages << shift), @gen
+ * zeroed, before any vCPU runs; each vCPU that is to remember pages gets a
+ * zeroed crew_vcache.
+ */
+void crew_dom_pages(struct crew_dom *d, u32 *gen, unsigned long base,
+		    unsigned long npages, unsigned int shift);
+void crew_cpu_vcache(struct crew_cpu *c, struct crew_vcache *vc);
+/* crew_owns_range() of [p, p + len) for vCPU c, remembering whole pages */
+bool crew_owns_span(struct crew_cpu *c, const void *p, unsigned long len,
+		    bool write);
 
 /* fast paths: 0 or -CREW_E* (the access may proceed even then) */
 static crew_inline int crew_read_acquire(struct crew_cpu *c, const void *p,

@@ -143,7 +143,17 @@ struct run {
 	struct tctx t[MAXT];
 	struct crew_cpu cpu[MAXT];
 	u64 t_ns;
+	u32 *pgen;			/* span_shift: page generations */
+	struct crew_vcache *vc[MAXT];
 };
+
+/*
+ * span_shift = N: accesses check through crew_owns_span() with pages of
+ * 2^N bytes (3: every 8-byte access is a whole page, so each check after
+ * the first of a run of them is answered by a remembered page).
+ */
+static unsigned int span_shift;
+static u64 span_hits;
 
 /*
  * Every run's data at one address: transfer records carry the address the
@@ -171,6 +181,11 @@ static void run_setup(struct run *r, int n, size_t size, int tso, int mode)
 		exit(1);
 	}
 	r->bar.n = n;
+	if (span_shift) {
+		r->pgen = calloc(size >> span_shift, sizeof(*r->pgen));
+		crew_dom_pages(r->d, r->pgen, (unsigned long)r->data, size >> span_shift,
+			       span_shift);
+	}
 }
 
 static u64 rc_seed;	/* program seed of the record/replay test */
@@ -189,6 +204,10 @@ static void run_cpus(struct run *r, int host_idx)
 		t->id = t->host ? CREW_EXT_ID : (unsigned int)i;
 		t->c = &r->cpu[i];
 		crew_cpu_init(r->d, t->c, t->id, log_emit, &t->log);
+		if (span_shift) {
+			r->vc[i] = calloc(1, sizeof(struct crew_vcache));
+			crew_cpu_vcache(t->c, r->vc[i]);
+		}
 		t->rng = (0x1234567ull * (i + 1)) ^ rc_seed;
 		t->hash = 0xcbf29ce484222325ull;
 	}
@@ -202,7 +221,9 @@ static void run_free(struct run *r)
 		free(r->t[i].log.r);
 		free(r->t[i].tr);
 		free(r->t[i].res);
+		free(r->vc[i]);
 	}
+	free(r->pgen);
 	free(r->d);
 	if (r->data != data_area)
 		free(r->data);
@@ -273,8 +294,14 @@ static inline int acc_begin(struct tctx *t, void *p, int size, int write)
 
 	if (t->run->mode == M_RECORD) {
 		t->c->site_pc = site_of(t, p, write);
-		e = write ? crew_write_acquire(t->c, p, size)
-			  : crew_read_acquire(t->c, p, size);
+		if (span_shift) {		/* as the module's string sites */
+			e = crew_owns_span(t->c, p, size, write) ? 0 :
+			    crew_acquire_slow(t->c, p, size, write);
+			crew_barrier();
+		} else {
+			e = write ? crew_write_acquire(t->c, p, size)
+				  : crew_read_acquire(t->c, p, size);
+		}
 	} else {
 		/* as the module does: every logged site checked */
 		e = crew_replay_begin_at(t->c, site_of(t, p, write), range_covers, &rg,
@@ -720,6 +747,60 @@ static void test_owns_range(void)
 	CHECK(!bad, "%d of %d range checks differ from a byte at a time", bad, trials);
 }
 
+/* remembered pages: hits while the generation stays, misses after any change */
+static void test_owns_span(void)
+{
+	enum { PG = 64, NP = 4 };
+	static u8 data[PG * NP] crew_aligned(64), shadow[PG * NP] crew_aligned(64);
+	static u32 gen[NP];
+	static struct crew_vcache vc0, vc1;
+	struct crew_dom *d = aligned_alloc(64, sizeof(*d));
+	struct crew_cpu *a = aligned_alloc(64, sizeof(*a)), *b = aligned_alloc(64, sizeof(*b));
+	struct crew_cpu *all[2] = { a, b };
+	u64 h;
+
+	printf("a. remembered page verifications (crew_owns_span)\n");
+	memset(shadow, 0, sizeof(shadow));
+	crew_dom_init(d, 2, (long)((unsigned long)shadow - (unsigned long)data),
+		      CREW_TSO_FENCED_RELEASE);
+	crew_dom_pages(d, gen, (unsigned long)data, NP, 6);
+	crew_cpu_init(d, a, 0, null_emit, NULL);
+	crew_cpu_init(d, b, 1, null_emit, NULL);
+	crew_cpu_vcache(a, &vc0);
+	crew_cpu_vcache(b, &vc1);
+	switch_to(all, 2, a);
+	CHECK(!crew_owns_span(a, data + PG, PG, false), "an unowned page owned");
+	CHECK(!crew_acquire_slow(a, data + PG, PG, 1), "acquire failed");
+	CHECK(gen[1] == 1 && gen[0] == 0 && gen[2] == 0, "acquire bumped %u %u %u",
+	      gen[0], gen[1], gen[2]);
+	h = a->st.vc_hits;
+	CHECK(crew_owns_span(a, data + PG, PG, true), "an owned page not owned");
+	CHECK(a->st.vc_hits == h, "the first pass was a hit");
+	CHECK(crew_owns_span(a, data + PG, PG, true) && crew_owns_span(a, data + PG + 3, 9, false),
+	      "a remembered page not owned");
+	CHECK(a->st.vc_hits == h + 2, "%llu hits, not 2", (unsigned long long)(a->st.vc_hits - h));
+	/* b reads a byte: a may still read, but no longer write */
+	switch_to(all, 2, b);
+	CHECK(!crew_acquire_slow(b, data + PG + 10, 1, 0), "acquire failed");
+	switch_to(all, 2, a);
+	CHECK(crew_owns_span(a, data + PG, PG, false), "read lost with a byte shared");
+	CHECK(!crew_owns_span(a, data + PG, PG, true), "write kept with a byte shared");
+	CHECK(!crew_owns_span(a, data + PG + 8, 8, true), "write kept on a sub-range");
+	CHECK(crew_owns_span(a, data + PG, 10, true), "write lost on bytes still its own");
+	/* a range across two pages is never answered from memory */
+	h = a->st.vc_hits;
+	CHECK(!crew_owns_span(a, data + PG + 60, 8, false), "a range into an unowned page owned");
+	CHECK(a->st.vc_hits == h, "a two-page range was a hit");
+	/* a reset forgets too */
+	CHECK(crew_owns_span(a, data + PG, PG, false) && crew_owns_span(a, data + PG, PG, false),
+	      "read lost");
+	crew_reset(b, data + PG + 40, 2);
+	CHECK(!crew_owns_span(a, data + PG, PG, false), "read kept after a reset");
+	free(a);
+	free(b);
+	free(d);
+}
+
 static void test_ring(void)
 {
 	struct crew_ring_shared *sh = aligned_alloc(64, sizeof(*sh) + 4 * 64);
@@ -1138,6 +1219,7 @@ static struct litmus_result litmus(const char *name, void (*body)(struct tctx *)
 	lr.err = run_err(r);
 	lr.secs = r->t_ns / 1e9;
 	lr.xfer_per_s = STAT(r, transfers) / lr.secs;
+	span_hits += STAT(r, vc_hits);
 	if (body == sb_body) {
 		for (j = 0; j < iters; j++)
 			lr.violations += !r->t[0].res[j] && !r->t[1].res[j];
@@ -1819,6 +1901,22 @@ int main(int argc, char **argv)
 	}
 	if (argc > 3 && !strcmp(argv[1], "--hunt"))
 		return hunt(atoi(argv[2]) % CREW_TSO_NR, atof(argv[3])) ? 1 : 0;
+	if (argc > 1 && !strcmp(argv[1], "--expect-broken-pages")) {
+		printf("b. litmus through remembered pages, the library built with "
+		       "-DCREW_BROKEN_PGEN (expected failures)\n");
+		span_shift = 3;
+		for (double scale = 0.5; !bad && now_ns() - t0 < 50000000000ull;
+		     scale = scale < 8 ? scale * 2 : scale)
+			bad = litmus_suite(CREW_TSO_FENCED_RELEASE, scale, 0);
+		if (bad) {
+			printf("EXPECTED FAILURE caught: %d of 6 litmus runs show the missing "
+			       "generation bump (%.1fs)\n", bad, (now_ns() - t0) / 1e9);
+			return 0;
+		}
+		printf("FAIL: the broken variant passed every litmus test: the tests "
+		       "cannot see a stale remembered page\n");
+		return 1;
+	}
 	if (expect_broken) {
 		printf("b. litmus against the library built with -DCREW_BROKEN_TSO "
 		       "(expected failures)\n");
@@ -1841,13 +1939,14 @@ int main(int argc, char **argv)
 		       "cannot see the hole\n");
 		return 1;
 	}
-#ifdef CREW_BROKEN_TSO
-	printf("built with CREW_BROKEN_TSO: run with --expect-broken\n");
+#if defined(CREW_BROKEN_TSO) || defined(CREW_BROKEN_PGEN)
+	printf("built broken: run with --expect-broken or --expect-broken-pages\n");
 	return 1;
 #endif
 	if (strchr(only, 'a')) {
 		test_record_format();
 		test_owns_range();
+		test_owns_span();
 		test_ring();
 		test_states();
 		test_replay_checks();
@@ -1857,6 +1956,15 @@ int main(int argc, char **argv)
 		printf("b. litmus, correct modes (must pass)\n");
 		litmus_suite(CREW_TSO_MEMBARRIER, 1, 1);
 		litmus_suite(CREW_TSO_FENCED_RELEASE, 1, 1);
+		printf("b. litmus, checks through remembered 8-byte pages (must pass)\n");
+		span_shift = 3;
+		span_hits = 0;
+		litmus_suite(CREW_TSO_MEMBARRIER, 1, 1);
+		litmus_suite(CREW_TSO_FENCED_RELEASE, 1, 1);
+		CHECK(span_hits > 0, "no check was answered by a remembered page");
+		printf("  %llu checks answered by a remembered page\n",
+		       (unsigned long long)span_hits);
+		span_shift = 0;
 		printf("b. repeated counter/SB+3 runs (--hunt), correct modes: none may "
 		       "catch anything\n  ");
 		CHECK(hunt(CREW_TSO_MEMBARRIER, 5) == 0, "membarrier mode violated");
