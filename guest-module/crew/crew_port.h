@@ -131,5 +131,6 @@ typedef u64 __attribute__((may_alias, aligned(1))) crew_u64u;
 #define crew_ld_u16(s)	(*(const volatile crew_u16u *)(s))
 #define crew_ld_u32(s)	(*(const volatile crew_u32u *)(s))
 #define crew_ld_u64(s)	(*(const volatile crew_u64u *)(s))
+#define crew_st_u64(s, v) (*(volatile crew_u64u *)(s) = (v))
 
 #endif /* CREW_PORT_H */

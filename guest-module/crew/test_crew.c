@@ -747,6 +747,65 @@ static void test_owns_range(void)
 	CHECK(!bad, "%d of %d range checks differ from a byte at a time", bad, trials);
 }
 
+static u32 seen_owners;
+
+static int owners_emit(void *priv, const struct crew_rec *rec)
+{
+	for (unsigned int i = 0; i < rec->n_owners; i++)
+		seen_owners |= 1u << (crew_le64_to_cpu(rec->owner[i]) >> CREW_SEQ_BITS);
+	return 0;
+}
+
+/* acquire's word-at-a-time invalidation against a byte at a time */
+static void test_acquire_words(void)
+{
+	static u8 data[640] crew_aligned(64), shadow[640] crew_aligned(64), want[640];
+	struct crew_dom *d = aligned_alloc(64, sizeof(*d));
+	struct crew_cpu *cpu = aligned_alloc(64, CREW_MAX_CPUS * sizeof(*cpu)), *all[CREW_MAX_CPUS];
+	u64 seed = 11;
+	int bad = 0, trials = 0;
+
+	printf("a. acquire: the shadow it leaves and the owners it logs\n");
+	crew_dom_init(d, CREW_MAX_CPUS, (long)((unsigned long)shadow - (unsigned long)data),
+		      CREW_TSO_FENCED_RELEASE);
+	for (int i = 0; i < CREW_MAX_CPUS; i++) {
+		all[i] = &cpu[i];
+		crew_cpu_init(d, &cpu[i], i, owners_emit, NULL);
+	}
+	for (int t = 0; t < 20000; t++) {
+		unsigned long off = rnd(&seed) % 24, len = 1 + rnd(&seed) % 300;
+		struct crew_cpu *c = all[rnd(&seed) % CREW_MAX_CPUS];
+		bool write = rnd(&seed) & 1;
+		u32 others = 0;
+		int mode = (int)(rnd(&seed) % 3);
+
+		for (unsigned long i = 0; i < sizeof(shadow); i++)	/* uniform runs or noise */
+			shadow[i] = mode == 0 ? c->mask : mode == 1 ? (u8)(c->mask | (1u << (rnd(&seed) % 8)))
+				  : (u8)rnd(&seed);
+		if (rnd(&seed) & 1)
+			shadow[off + rnd(&seed) % len] = (u8)rnd(&seed);
+		memcpy(want, shadow, sizeof(want));
+		for (unsigned long i = off; i < off + len; i++) {
+			others |= want[i];
+			want[i] = write ? c->mask : (u8)(want[i] | c->mask);
+		}
+		others &= ~(u32)c->mask;
+		switch_to(all, CREW_MAX_CPUS, c);
+		seen_owners = 0;
+		c->site_pc = 1;
+		if (crew_acquire_slow(c, data + off, len, write) && bad++ < 5)
+			printf("  FAIL acquire error\n");
+		trials++;
+		if ((memcmp(want, shadow, sizeof(want)) || seen_owners != others) && bad++ < 5)
+			printf("  FAIL acquire(off %lu, len %lu, %s) by %u: owners %x, want %x%s\n",
+			       off, len, write ? "write" : "read", c->id, seen_owners, others,
+			       memcmp(want, shadow, sizeof(want)) ? ", shadow differs" : "");
+	}
+	CHECK(!bad, "%d of %d acquires differ from a byte at a time", bad, trials);
+	free(cpu);
+	free(d);
+}
+
 /* remembered pages: hits while the generation stays, misses after any change */
 static void test_owns_span(void)
 {
@@ -1947,6 +2006,7 @@ int main(int argc, char **argv)
 		test_record_format();
 		test_owns_range();
 		test_owns_span();
+		test_acquire_words();
 		test_ring();
 		test_states();
 		test_replay_checks();
