@@ -55,7 +55,8 @@ struct rv_crew_consts rv_cc;
  * image goes to slow_common, as before the vtlb), 512 the same, and
  * slow_common checks every entry such an access would have used against
  * the page tables (byte_vtlb_checked, byte_vtlb_stale), 1024 no vtlb
- * flushes at TLB-flushing instructions (wrong: to see that 512 catches it)
+ * flushes at TLB-flushing instructions (wrong: to see that 512 catches it),
+ * 4096 releases without the fence (wrong: what the fence costs)
  */
 unsigned int rv_bdebug;
 module_param_named(bdebug, rv_bdebug, uint, 0444);
@@ -581,7 +582,8 @@ bad:
  * The release's fence: xchg, the TSO-safe store of crew.h, or a plain
  * store and mfence (release_xchg=0, the default).  Under MTTCG an xchg is
  * an atomic helper call, an mfence one inline host fence; on hardware
- * both drain the store buffer.
+ * both drain the store buffer.  None where the host offers remote fences
+ * (byte.c): a transfer then fences the owners instead.
  */
 static bool release_xchg;
 module_param(release_xchg, bool, 0444);
@@ -596,7 +598,7 @@ module_param(release_xchg, bool, 0444);
 static void crew_post(struct rv_emit *e, struct insn *insn, const struct rv_memop *op)
 {
 	u32 seq = RV_GS(crew) + offsetof(struct crew_cpu, seq);
-	bool fence = !rv_byte_replaying() &&
+	bool fence = !rv_byte_replaying() && !rv_byte_remote_fence && !(rv_bdebug & 4096) &&
 		     !(op && rv_trained && !rv_untrained_fence && !rv_trained_has(op->pc));
 	bool branch = insn->opcode.bytes[0] == 0xff;	/* call/jmp/push r/m */
 

@@ -249,6 +249,7 @@ extern unsigned long rv_byte_gate_native[256], rv_byte_lstar_native;
 int rv_byte_switch_on_cpu(void);		/* in stop_machine, every CPU */
 void rv_byte_exit(void);
 bool rv_byte_replaying(void);
+extern bool rv_byte_remote_fence;	/* byte.c: releases need no fence */
 unsigned long rv_byte_shadow_va(void);
 void rv_byte_show(struct seq_file *m);
 /* stubs for byte mode (stubs.c) */

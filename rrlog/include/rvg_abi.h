@@ -47,6 +47,8 @@
 
 /* in %eax, $RVG_PORT_CMD: a logged read, the same in record and replay */
 #define RVG_HELLO_MAGIC		0x52564731u	/* "RVG1": host speaks this ABI */
+/* "RVG2": the same, and the host takes RVG_CMD_FENCE (a recording's reply) */
+#define RVG_HELLO_MAGIC_FENCE	0x52564732u
 
 enum rvg_cmd {
 	RVG_CMD_REGISTER = 1,	/* rdi = gpa of struct rvg_desc */
@@ -54,7 +56,12 @@ enum rvg_cmd {
 	RVG_CMD_DRAIN = 3,	/* record: this vCPU's ring is full */
 	RVG_CMD_REFILL = 4,	/* replay: this vCPU's ring is empty */
 	RVG_CMD_ERROR = 5,	/* rdi = crew error code, rsi = pc of the access (0) */
-	RVG_CMD_FENCE = 6,	/* rdi = vCPU mask: remote fence (unused in v1) */
+	/*
+	 * record, after RVG_HELLO_MAGIC_FENCE: every vCPU in mask rdi executes
+	 * a full memory barrier before this returns (the CREW core's
+	 * membarrier mode: releases need no fence of their own)
+	 */
+	RVG_CMD_FENCE = 6,
 	/*
 	 * A CREW wait that spun for a while: the host yields or sleeps until
 	 * vCPU rdi's seq differs from rsi, or (rdx & RVG_WAIT_ACTIVE) its state
