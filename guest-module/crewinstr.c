@@ -22,7 +22,9 @@
  *   replay: seq == rp_next -> slow_common waits for the logged owners
  *   [add $0x7f,%al; sahf]; pop %rdx; pop %rcx; [pop %rax]
  *   <the instruction>
- *   push %rax; mov %gs:seq,%rax; lea 1(%rax),%rax; xchg %rax,%gs:seq; pop %rax
+ *   incq %gs:seq (flags dead after it), else push %rax; mov %gs:seq,%rax;
+ *   lea 1(%rax),%rax; mov %rax,%gs:seq; pop %rax; then, recording, mfence
+ *   (release_xchg=1: xchg for the mov, no mfence; host_fence=1: neither)
  *
  * Record and replay push the same program registers, so kernel stacks hold
  * the same bytes in both.  String instructions always go to slow_common,
