@@ -5,7 +5,8 @@
  * injects none here: this is not a deterministic point).
  *
  * The site's inline code has pushed rcx, rdx (rdx on top; rax under them
- * where the flags were live) on the kernel stack and left the reason in x_kind, the address (or shadow pointer) in x_addr.
+ * where the flags were live) on the kernel stack and left the reason in
+ * x_kind, the address (or shadow pointer) in x_addr.
  * Addresses outside the direct map and the kernel image are classified
  * here: user memory is left alone (user space is share-nothing, and a
  * user page the kernel touches through the direct map is ordered there),

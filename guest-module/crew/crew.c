@@ -835,27 +835,29 @@ bool crew_owns_span(struct crew_cpu *c, const void *p, unsigned long len,
 {
 	struct crew_dom *d = c->dom;
 	struct crew_vcache *vc = c->vc;
-	unsigned long a = (unsigned long)p, pg, slot, psize;
-	u32 *pgen = crew_load_acquire(&d->pgen), g;
+	unsigned long a = (unsigned long)p, pg = 0, slot = 0;
+	u32 *pgen = crew_load_acquire(&d->pgen), g = 0;
+	bool remember = false, owned;
 
-	if (!pgen || !vc || !len || a < d->pbase)
-		return crew_owns_range(crew_shadow(c, p), len, c->mask, write);
-	pg = (a - d->pbase) >> d->pshift;
-	psize = 1UL << d->pshift;
-	if (pg >= d->npages || (a + len - 1 - d->pbase) >> d->pshift != pg)
-		return crew_owns_range(crew_shadow(c, p), len, c->mask, write);
-	slot = pg & (CREW_VC_SIZE - 1);
-	g = crew_load_acquire(&pgen[pg]);
-	if (vc->page[slot] == pg + 1 && vc->gen[slot] == g && (vc->write[slot] || !write)) {
-		c->st.vc_hits++;
-		return true;
+	if (pgen && vc && len && a >= d->pbase) {
+		pg = (a - d->pbase) >> d->pshift;
+		if (pg < d->npages && (a + len - 1 - d->pbase) >> d->pshift == pg) {
+			slot = pg & (CREW_VC_SIZE - 1);
+			g = crew_load_acquire(&pgen[pg]);
+			if (vc->page[slot] == pg + 1 && vc->gen[slot] == g &&
+			    (vc->write[slot] || !write)) {
+				c->st.vc_hits++;
+				return true;
+			}
+			/* only whole pages are remembered */
+			remember = len == 1UL << d->pshift;
+		}
 	}
-	if (len != psize)	/* only whole pages are remembered */
-		return crew_owns_range(crew_shadow(c, p), len, c->mask, write);
-	if (!crew_owns_range(crew_shadow(c, p), len, c->mask, write))
-		return false;
-	vc->page[slot] = (u32)pg + 1;
-	vc->gen[slot] = g;
-	vc->write[slot] = write;
-	return true;
+	owned = crew_owns_range(crew_shadow(c, p), len, c->mask, write);
+	if (owned && remember) {
+		vc->page[slot] = (u32)pg + 1;
+		vc->gen[slot] = g;
+		vc->write[slot] = write;
+	}
+	return owned;
 }
