@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Page- vs byte-granular CREW, side by side (thesis Table 4.1, Fig. 4.8/4.9).
 
-For each workload and vCPU count the variants run interleaved, rep after
-rep, so that load on a shared machine hits them alike:
+For each vCPU count the variants run interleaved, rep after rep, so that
+load on a shared machine hits them alike:
 
   plain         unrecorded TCG (MTTCG), no guest module
   dbt           guest module loaded with identity translation (dbt=1)
@@ -11,13 +11,17 @@ rep, so that load on a shared machine hits them alike:
   byte-record   recording with byte-granular CREW (guest module)
   byte-replay   replay of that recording
 
-Time is the workload's own runtime seen from the host: the arrival of the
-guest's "RVMARK start" and "RVMARK end" console lines (boot and shutdown
-excluded), the same clock for a plain run, a recording and a replay.
-Medians over the reps; ratios to plain.  From the last recording of each
-kind: log size, log growth MB/s (size / recording time of the whole run),
-events, CREW transfers per second and, for page-CREW, the false-sharing
-estimate of `replay-vm crew-stats`.
+Each variant is one VM run of all the workloads in turn (each after its
+own warm-up): a boot, and for byte CREW the module's first translations,
+cost 15-55 s a run here, more than most workloads.  Time is a workload's
+own runtime seen from the host: the arrival of the guest's "RVMARK start
+NAME" and "RVMARK end NAME" console lines, the same clock for a plain run,
+a recording and a replay.  Medians over the reps; ratios to plain.  From
+the last recording of each kind, what the recorder wrote while the
+workload ran (the log's size at its two marks; `replay-vm crew-stats
+--file-bytes`): log growth MB/s, events, CREW transfers per second and,
+for page-CREW, the false-sharing estimate.  The log size is the whole
+recording's.
 
 A variant that cannot run is reported, not hidden: byte-CREW recording is
 refused by QEMU until the guest module provides it (issue 7), and its cells
@@ -31,10 +35,12 @@ fig_transfers.png (ownership transfers/s).
   bench/experiment.py --out bench/results/experiment       # full (hours)
   bench/experiment.py --quick --out /tmp/exp                # a few minutes
 
-The full run takes hours on a small host (byte-CREW replays run at 30-100x
-here), so it can be accumulated: with --resume, rows already in DIR's
-results.csv that have at least --reps reps and no failure are kept, and only
-the other cells run.  Each row carries when it was measured and with which
+The full run takes hours on a small host (byte-CREW runs at 10-100x here),
+so it can be accumulated: with --resume, rows already in DIR's results.csv
+that have at least --reps reps and no failure are kept, and only the other
+cells run (all of one vCPU count's missing workloads in one VM run per
+variant).  To keep one build across sessions, copy the image and QEMU and
+point RV_IMAGE and RV_QEMU at the copies.  Each row carries when it was measured and with which
 QEMU build, tree and guest image (both taken when the run started: the
 image holds the guest module), and results.md lists them, so a table
 assembled over several runs says so.
@@ -43,6 +49,7 @@ import argparse
 import csv
 import datetime
 import hashlib
+import json
 import os
 import platform
 import statistics
@@ -58,16 +65,17 @@ import rrtest  # noqa: E402
 import vmrun  # noqa: E402
 from rr_overhead import fmt, parse_vcpus  # noqa: E402
 
-# Table 4.1 workloads, sized for TCG on a small host (plain: a few
-# seconds), each with a short warm-up run before the timed one (untimed, in
+# Table 4.1 workloads, sized for TCG on a small host (plain: 1-3 s at
+# 2 vCPUs; ipc and socket are ping-pongs whose speed depends on where the
+# scheduler puts the two ends, up to 10x between runs), each with a short warm-up run before the timed one (untimed, in
 # every variant alike: the translator's code cache, the page cache)
 WORKLOADS = {
-    "read": ("read -n 25000", "read -n 500"),
-    "readdir": ("readdir -f 100 -n 4000", "readdir -f 100 -n 50"),
-    "ipc": ("ipc -n 100000", "ipc -n 2000"),
-    "socket": ("socket -n 40000", "socket -n 500"),
-    "forkwait": ("forkwait -n 1500", "forkwait -n 20"),
-    "http": ("http -n 3000 -c 10", "http -n 50 -c 10"),
+    "read": ("read -n 15000", "read -n 500"),
+    "readdir": ("readdir -f 100 -n 20000", "readdir -f 100 -n 50"),
+    "ipc": ("ipc -n 60000", "ipc -n 2000"),
+    "socket": ("socket -n 25000", "socket -n 500"),
+    "forkwait": ("forkwait -n 1000", "forkwait -n 20"),
+    "http": ("http -n 1000 -c 10", "http -n 50 -c 10"),
 }
 QUICK_WORKLOADS = {"read": ("read -n 5000", "read -n 100")}
 # spans shorter than this are dominated by how fast console lines arrive
@@ -87,44 +95,59 @@ class Failed(Exception):
     pass
 
 
-def guest_cmd(work, dbt=False):
-    cmd, warm = work
-    body = ("/opt/rv/bin/%s >/dev/null; echo RVMARK start; /opt/rv/bin/%s; rc=$?; "
-            "echo RVMARK end; " % (warm, cmd))
+def guest_cmd(works, dbt=False):
+    """One VM run times every workload of @works in turn: its warm-up, then
+    "RVMARK start NAME", the timed run, "RVMARK end NAME" ("RVMARK fail
+    NAME" when it exits non-zero).  The run exits 0 only if all did."""
+    body = "fail=0; "
+    for name, (cmd, warm) in works:
+        body += ("/opt/rv/bin/%s >/dev/null; echo RVMARK start %s; /opt/rv/bin/%s || "
+                 "{ echo RVMARK fail %s; fail=1; }; echo RVMARK end %s; " % (warm, name, cmd, name, name))
     if dbt:
         return ("insmod /opt/rv/replayvm.ko dbt=1 || exit 90; " + body +
-                "rmmod replayvm || exit 91; exit $rc")
-    return body + "exit $rc"
+                "rmmod replayvm || exit 91; exit $fail")
+    return body + "exit $fail"
 
 
-def span(marks, what):
-    t = {l.split()[1]: s for s, l in marks if len(l.split()) > 1}
-    if "start" not in t or "end" not in t:
-        raise Failed("%s: no RVMARK start/end on the console" % what)
-    return t["end"] - t["start"]
+def spans(marks, names, what, sizes=None):
+    """-> {name: (seconds, log bytes at start, at end)} for the workloads
+    whose start and end marks arrived and that did not fail."""
+    at, failed = {}, set()
+    for i, (t, line) in enumerate(marks):
+        p = line.split()
+        if len(p) < 3:
+            continue
+        if p[1] == "fail":
+            failed.add(p[2])
+        at[(p[1], p[2])] = (t, sizes[i] if sizes and i < len(sizes) else None)
+    out = {}
+    for n in names:
+        if n in failed or ("start", n) not in at or ("end", n) not in at:
+            continue
+        (t0, b0), (t1, b1) = at[("start", n)], at[("end", n)]
+        out[n] = (t1 - t0, b0, b1)
+    return out
 
 
-def run_plain(vcpus, cmd, timeout, dbt=False):
-    r = vmrun.run(vcpus=vcpus, cmd=guest_cmd(cmd, dbt), accel="tcg", timeout=timeout)
-    if r.status != 0:
+def run_plain(vcpus, works, timeout, dbt=False):
+    r = vmrun.run(vcpus=vcpus, cmd=guest_cmd(works, dbt), accel="tcg", timeout=timeout)
+    got = spans(r.marks, [n for n, _ in works], "plain")
+    if r.status != 0 and not got:
         raise Failed("exit %d: %s" % (r.status, r.console[-300:]))
-    return span(r.marks, "plain")
+    return got
 
 
-def run_record(vcpus, cmd, timeout, log, crew):
-    """-> (workload seconds, log bytes written during the workload)"""
-    r = vmrun.run(vcpus=vcpus, cmd=guest_cmd(cmd), accel="tcg", timeout=timeout, record=log,
+def run_record(vcpus, works, timeout, log, crew):
+    """-> {name: (seconds, log size at start, at end)}"""
+    r = vmrun.run(vcpus=vcpus, cmd=guest_cmd(works), accel="tcg", timeout=timeout, record=log,
                   crew=crew if vcpus > 1 or crew == "byte" else None)
     if r.status != 0:
+        # the log of a failed recording is not replayed: every workload failed
         raise Failed("recording exit %d: %s" % (r.status, r.console[-300:]))
-    s = span(r.marks, "record")
-    sizes = {l.split()[1]: b for (_, l), b in zip(r.marks, r.mark_log_bytes) if len(l.split()) > 1}
-    grown = sizes["end"] - sizes["start"] if sizes.get("start") is not None and \
-        sizes.get("end") is not None else None
-    return s, grown
+    return spans(r.marks, [n for n, _ in works], "record", r.mark_log_bytes)
 
 
-def run_replay(log, timeout):
+def run_replay(log, names, timeout):
     t0 = time.monotonic()
     p = subprocess.Popen([rrtest.REPLAY_VM, "--log", log, "--timeout", str(timeout), "--no-progress"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -134,20 +157,22 @@ def run_replay(log, timeout):
     err = p.stderr.read().decode(errors="replace")
     if p.wait() != 0 or "REPLAY OK" not in err:
         raise Failed("replay: %s" % err.strip().splitlines()[-1:])
-    return span(clock.marks, "replay")
+    return spans(clock.marks, names, "replay")
 
 
-def log_stats(log, kind, span_s, grown):
-    """Log growth is measured during the workload (the log's size when the
-    guest printed RVMARK start and end; the recorder flushes every 200 ms),
-    not over the whole run, whose boot is mostly the kernel and initrd
-    arriving by DMA."""
-    s = rrtest.crew_stats(log)
-    mb = os.path.getsize(log) / 1e6
-    rate = s.get("byte_transfers_per_s") if kind == "byte" else \
-        s["transfers"] / s["duration_s"] if s.get("duration_s") else None
-    return {"log_mb": mb, "log_mb_per_s": grown / 1e6 / span_s if grown is not None and span_s else None,
-            "events": s["events"], "transfers_per_s": rate,
+def log_stats(log, kind, span_s, b0, b1):
+    """Of one workload in a recording of several: its log growth and CREW
+    transfers are what the recorder wrote while the guest ran it, from the
+    log's size when its start and end marks arrived (the recorder writes a
+    chunk at least every 200 ms; `replay-vm crew-stats --file-bytes`)."""
+    if b0 is None or b1 is None or not span_s:
+        return {"log_mb": os.path.getsize(log) / 1e6}
+    out = subprocess.run([rrtest.REPLAY_VM, "crew-stats", log, "--json", "--top", "0",
+                          "--file-bytes", "%d:%d" % (b0, b1)], check=True, stdout=subprocess.PIPE)
+    s = json.loads(out.stdout.decode())
+    n = s["byte_transfers"] if kind == "byte" else s["transfers"]
+    return {"log_mb": os.path.getsize(log) / 1e6, "log_mb_per_s": (b1 - b0) / 1e6 / span_s,
+            "events": s["events"], "transfers_per_s": n / span_s,
             "false_sharing": s.get("false_sharing_share") if s.get("page_transfers") else None}
 
 
@@ -161,9 +186,15 @@ def byte_crew_available():
     return b"crew=byte" not in p.stderr
 
 
-def measure(w, cmd, vcpus, reps, timeout, byte_ok, verbose):
-    times = {v: [] for v in VARIANTS}
-    fails, stats = [], {}
+def measure(works, vcpus, reps, timeout, byte_ok, verbose):
+    """The cells of @works at @vcpus: each variant is one VM run of all the
+    workloads (a boot per workload cost more than most workloads here),
+    variants interleaved rep after rep.  -> {name: row}"""
+    names = [n for n, _ in works]
+    times = {n: {v: [] for v in VARIANTS} for n in names}
+    fails = {n: set() for n in names}
+    stats = {n: {} for n in names}
+    timeout *= len(works)
     with tempfile.TemporaryDirectory(prefix="rv-exp-") as tmp:
         logs = {"page": os.path.join(tmp, "page.rr"), "byte": os.path.join(tmp, "byte.rr")}
         for rep in range(reps):
@@ -174,35 +205,46 @@ def measure(w, cmd, vcpus, reps, timeout, byte_ok, verbose):
                 if v.endswith("replay") and not os.path.exists(logs[kind]):
                     continue
                 if verbose:
-                    print("  %s %d vCPU rep %d: %s" % (w, vcpus, rep + 1, v), file=sys.stderr, flush=True)
+                    print("  %s, %d vCPU, rep %d: %s" % (" ".join(names), vcpus, rep + 1, v),
+                          file=sys.stderr, flush=True)
                 try:
-                    if v == "plain":
-                        times[v].append(run_plain(vcpus, cmd, timeout))
-                    elif v == "dbt":
-                        times[v].append(run_plain(vcpus, cmd, timeout, dbt=True))
+                    if v in ("plain", "dbt"):
+                        got = run_plain(vcpus, works, timeout, dbt=v == "dbt")
                     elif v.endswith("record"):
                         if os.path.exists(logs[kind]):
                             os.unlink(logs[kind])
-                        s, grown = run_record(vcpus, cmd, timeout, logs[kind], kind)
-                        times[v].append(s)
-                        stats[kind] = log_stats(logs[kind], kind, s, grown)
+                        got = run_record(vcpus, works, timeout, logs[kind], kind)
+                        for n, (sec, b0, b1) in got.items():
+                            stats[n][kind] = log_stats(logs[kind], kind, sec, b0, b1)
                     else:
-                        times[v].append(run_replay(logs[kind], timeout))
-                except (Failed, subprocess.SubprocessError, OSError, vmrun.SetupError) as e:
-                    print("  ! %s %d vCPU %s: %s" % (w, vcpus, v, str(e)[:400]), file=sys.stderr, flush=True)
-                    fails.append(v)
-    row = {"workload": w, "vcpus": vcpus, "reps": reps, "failures": " ".join(sorted(set(fails))),
-           "not_available": "" if byte_ok else "byte-record byte-replay"}
-    row.update(provenance())
-    med = {v: statistics.median(t) if t else None for v, t in times.items()}
-    for v in VARIANTS:
-        row["%s_s" % v] = med[v]
-        if v != "plain":
-            row["%s_ratio" % v] = med[v] / med["plain"] if med[v] and med["plain"] else None
-    for kind in ("page", "byte"):
-        for k, val in stats.get(kind, {}).items():
-            row["%s_%s" % (kind, k)] = val
-    return row
+                        got = run_replay(logs[kind], names, timeout)
+                except (Failed, subprocess.SubprocessError, OSError, ValueError,
+                        vmrun.SetupError) as e:
+                    print("  ! %s %d vCPU %s: %s" % (" ".join(names), vcpus, v, str(e)[:400]),
+                          file=sys.stderr, flush=True)
+                    got = {}
+                    if v.endswith("record") and os.path.exists(logs[kind]):
+                        os.unlink(logs[kind])
+                for n in names:
+                    if n in got:
+                        times[n][v].append(got[n][0])
+                    else:
+                        fails[n].add(v)
+    rows = {}
+    for n in names:
+        row = {"workload": n, "vcpus": vcpus, "reps": reps, "failures": " ".join(sorted(fails[n])),
+               "not_available": "" if byte_ok else "byte-record byte-replay"}
+        row.update(provenance())
+        med = {v: statistics.median(t) if t else None for v, t in times[n].items()}
+        for v in VARIANTS:
+            row["%s_s" % v] = med[v]
+            if v != "plain":
+                row["%s_ratio" % v] = med[v] / med["plain"] if med[v] and med["plain"] else None
+        for kind in ("page", "byte"):
+            for k, val in stats[n].get(kind, {}).items():
+                row["%s_%s" % (kind, k)] = val
+        rows[n] = row
+    return rows
 
 
 def cell(row, v):
@@ -381,7 +423,8 @@ def main():
     ap.add_argument("--vcpus", type=parse_vcpus, help="vCPU counts (default 1,2,4; --quick 1,2)")
     ap.add_argument("--reps", type=int, help="repetitions (default 3; --quick 1)")
     ap.add_argument("--quick", action="store_true", help="read only, 1 and 2 vCPUs, 1 rep (checks the pipeline)")
-    ap.add_argument("--timeout", type=int, default=900, help="seconds per VM run (default 900)")
+    ap.add_argument("--timeout", type=int, default=900,
+                    help="seconds per workload (a VM run of N workloads gets N times this; default 900)")
     ap.add_argument("--out", required=True, metavar="DIR", help="results folder")
     ap.add_argument("--resume", action="store_true",
                     help="keep finished rows of DIR/results.csv, run only the other cells")
@@ -431,12 +474,15 @@ def main():
         os.replace(csv_path + ".tmp", csv_path)
 
     write_csv()
-    for w, n in todo:
-        r = measure(w, table[w], n, reps, a.timeout, byte_ok, a.verbose)
-        fresh[(w, n)] = r
+    for n in vcpus:
+        works = [(w, table[w]) for w, m in todo if m == n]
+        if not works:
+            continue
+        for w, r in measure(works, n, reps, a.timeout, byte_ok, a.verbose).items():
+            fresh[(w, n)] = r
+            print("%s %d vCPU: %s" % (w, n, "  ".join("%s %s" % (v, cell(r, v)) for v in VARIANTS)),
+                  flush=True)
         write_csv()
-        print("%s %d vCPU: %s" % (w, n, "  ".join("%s %s" % (v, cell(r, v)) for v in VARIANTS)),
-              flush=True)
     rows = ordered()
     machine["load_end"] = "%.1f" % os.getloadavg()[0]
     with open(os.path.join(a.out, "results.md"), "w") as f:

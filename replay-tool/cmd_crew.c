@@ -2,6 +2,7 @@
  * replay-vm crew-stats: CREW ownership transfers in a log, and an offline
  * estimate of how many of them were false sharing.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 #include "util.h"
 
 static const char usage[] =
-"usage: replay-vm crew-stats LOG [--json] [--top N]\n"
+"usage: replay-vm crew-stats LOG [--json] [--top N] [--file-bytes A:B]\n"
 "\n"
 "Statistics of the CREW ownership transfers (crew_transfer events) of a\n"
 "multi-vCPU recording: number of transfers, transfers per second (over\n"
@@ -42,15 +43,25 @@ static const char usage[] =
 "later) or under-estimated (a one-byte overlap counts as true sharing).\n"
 "Byte-granular transfers are counted but not classified.\n"
 "\n"
+"--file-bytes A:B counts only the events of the chunks that end after\n"
+"file byte A and no later than byte B: what the recorder wrote while the\n"
+"log grew from A to B bytes (sizes a benchmark noted at two moments of a\n"
+"recording, e.g. a workload's start and end; the recorder writes a chunk\n"
+"at least every 200 ms).  Ownership before A still counts for the\n"
+"sharing estimate.  Durations and rates are then not printed: the caller\n"
+"knows the time between its two moments.\n"
+"\n"
 "Exit status: 0 ok, 1 read error, 64 bad usage.\n"
 "\n"
 "examples:\n"
 "  replay-vm crew-stats run.rr\n"
 "  replay-vm crew-stats run.rr --json --top 5\n"
+"  replay-vm crew-stats run.rr --json --file-bytes 1048576:9437184\n"
 "  replay-vm synth /tmp/s.rr --events 100000 --vcpus 4 && "
 "replay-vm crew-stats /tmp/s.rr\n";
 
 #define PAGE_SIZE   4096u
+#define CHUNK_HDR   40u       /* rrlog/FORMAT.md: a chunk is header + comp_len */
 #define MAX_VCPUS   256u      /* ranges are kept for vCPUs below this */
 #define NO_RANGE    0xffffffffu
 
@@ -151,11 +162,64 @@ static double pct(uint64_t a, uint64_t b)
 	return b ? 100.0 * a / b : 0.0;
 }
 
+/* "A:B" with A <= B, as two byte offsets */
+static int parse_byte_range(const char *arg, uint64_t *a, uint64_t *b)
+{
+	char *end;
+	const char *colon = strchr(arg, ':');
+
+	if (!colon || colon == arg || !colon[1])
+		goto bad;
+	errno = 0;
+	*a = strtoull(arg, &end, 10);
+	if (errno || end != colon)
+		goto bad;
+	*b = strtoull(colon + 1, &end, 10);
+	if (errno || *end || *a > *b)
+		goto bad;
+	return 0;
+bad:
+	fprintf(stderr, "replay-vm: --file-bytes %s: expected A:B, byte offsets "
+		"with A <= B\n", arg);
+	return -1;
+}
+
+/*
+ * Event indices [*lo, *hi) of the chunks that end in file bytes (a, b]:
+ * a file of size a held none of them, one of size b all of them.
+ */
+static int chunk_span(rr_reader *r, uint64_t a, uint64_t b, uint64_t *lo,
+		      uint64_t *hi, rr_error *err)
+{
+	const rr_chunk_info *ch;
+	int64_t n = rr_reader_chunks(r, &ch, err);
+
+	if (n < 0)
+		return -1;
+	*lo = *hi = 0;
+	for (int64_t i = 0; i < n; i++) {
+		uint64_t end = ch[i].offset + CHUNK_HDR + ch[i].comp_len;
+
+		if (end <= a) {
+			*lo = *hi = ch[i].first_index + ch[i].count;
+		} else if (end <= b) {
+			*hi = ch[i].first_index + ch[i].count;
+		}
+	}
+	return 0;
+}
+
+static void table_free_close(struct table *t, rr_reader *r)
+{
+	free(t->slots);
+	rr_reader_close(r);
+}
+
 int cmd_crew_stats(int argc, char **argv)
 {
 	const char *path = NULL;
-	int json = 0;
-	uint64_t top = 10;
+	int json = 0, ranged = 0;
+	uint64_t top = 10, from_b = 0, to_b = 0;
 
 	if (want_help(argc, argv, usage))
 		return EXIT_OK;
@@ -165,6 +229,10 @@ int cmd_crew_stats(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
 			if (parse_u64(argv[++i], "--top", &top))
 				return EXIT_USAGE;
+		} else if (!strcmp(argv[i], "--file-bytes") && i + 1 < argc) {
+			if (parse_byte_range(argv[++i], &from_b, &to_b))
+				return EXIT_USAGE;
+			ranged = 1;
 		} else if (argv[i][0] == '-' || path) {
 			fputs(usage, stderr);
 			return EXIT_USAGE;
@@ -197,9 +265,20 @@ int cmd_crew_stats(int argc, char **argv)
 	int s, ret = EXIT_OK;
 	const Rr__Event *ev;
 	rr_error err = { 0 };
+	uint64_t lo = 0, hi = UINT64_MAX;
 
-	while ((s = rr_reader_next_ref(r, &ev, &err)) == 1) {
-		events++;
+	if (ranged && chunk_span(r, from_b, to_b, &lo, &hi, &err)) {
+		fprintf(stderr, "replay-vm: %s: %s\n", path, err.msg);
+		table_free_close(&t, r);
+		return EXIT_FAIL;
+	}
+	for (;;) {
+		uint64_t idx = rr_reader_index(r);
+		int in = idx >= lo && idx < hi;
+
+		if ((s = rr_reader_next_ref(r, &ev, &err)) != 1)
+			break;
+		events += in;
 		if (ev->body_case == RR__EVENT__BODY_END) {
 			end_ns = ev->end->host_ns;
 			continue;
@@ -215,20 +294,22 @@ int cmd_crew_stats(int argc, char **argv)
 		const Rr__CrewTransfer *c = ev->crew_transfer;
 		if (c->granularity != RR__CREW_TRANSFER__GRANULARITY__PAGE &&
 		    !c->n_prev_owners) {
-			byte_marks++;	/* "no transfer before this seq": not one */
+			byte_marks += in;	/* "no transfer before this seq": not one */
 			continue;
 		}
-		n++;
-		writes += c->write;
-		if (ev->vcpu < MAX_VCPUS)
-			by_vcpu[ev->vcpu]++;
-		else
-			other_vcpu++;
+		if (in) {
+			n++;
+			writes += c->write;
+			if (ev->vcpu < MAX_VCPUS)
+				by_vcpu[ev->vcpu]++;
+			else
+				other_vcpu++;
+		}
 		if (c->granularity != RR__CREW_TRANSFER__GRANULARITY__PAGE) {
-			n_byte++;
+			n_byte += in;
 			continue;
 		}
-		n_page++;
+		n_page += in;
 		uint64_t off = c->addr & (PAGE_SIZE - 1);
 		struct page *p = table_get(&t, c->addr / PAGE_SIZE);
 		if (!p) {
@@ -236,17 +317,14 @@ int cmd_crew_stats(int argc, char **argv)
 			ret = EXIT_FAIL;
 			break;
 		}
-		p->transfers++;
-		p->writes += c->write;
 
 		/* The acquirer's byte range [lo, hi) within the page. */
 		int have = !(c->len == 0 || (c->len >= PAGE_SIZE && off == 0));
-		uint32_t lo = (uint32_t)off;
-		uint32_t hi = have ? (uint32_t)(c->len > PAGE_SIZE - off ?
-					       PAGE_SIZE : off + c->len) : 0;
+		uint32_t b_lo = (uint32_t)off;
+		uint32_t b_hi = have ? (uint32_t)(c->len > PAGE_SIZE - off ?
+						 PAGE_SIZE : off + c->len) : 0;
 		int k;
 		if (!have) {
-			no_range++;
 			k = C_UNKNOWN;
 		} else {
 			int overlap = 0, unknown = c->n_prev_owners == 0;
@@ -255,16 +333,21 @@ int cmd_crew_stats(int argc, char **argv)
 				uint32_t rg = v < nv ? p->range[v] : NO_RANGE;
 				if (rg == NO_RANGE) {
 					unknown = 1;
-				} else if (lo < (rg & 0xffff) && (rg >> 16) < hi) {
+				} else if (b_lo < (rg & 0xffff) && (rg >> 16) < b_hi) {
 					overlap = 1;
 				}
 			}
 			k = overlap ? C_TRUE : unknown ? C_UNKNOWN : C_FALSE;
 		}
-		p->cls[k]++;
-		cls[k]++;
+		if (in) {
+			no_range += !have;
+			p->transfers++;
+			p->writes += c->write;
+			p->cls[k]++;
+			cls[k]++;
+		}
 		if (ev->vcpu < nv)
-			p->range[ev->vcpu] = have ? (lo << 16 | hi) : NO_RANGE;
+			p->range[ev->vcpu] = have ? (b_lo << 16 | b_hi) : NO_RANGE;
 	}
 	if (s < 0) {
 		fprintf(stderr, "replay-vm: %s: %s\n", path, err.msg);
@@ -272,14 +355,14 @@ int cmd_crew_stats(int argc, char **argv)
 	}
 
 	double dur = end_ns ? end_ns / 1e9 : cp_ns / 1e9;
-	const char *dur_src = end_ns ? "End event host time" :
+	const char *dur_src = ranged ? NULL : end_ns ? "End event host time" :
 			      cp_ns ? "last checkpoint host time" : NULL;
 	uint64_t classified = cls[C_TRUE] + cls[C_FALSE];
 
 	struct page **pages = malloc((t.used ? t.used : 1) * sizeof(*pages));
 	size_t np = 0;
 	for (size_t i = 0; pages && i < t.cap; i++)
-		if (slot_at(&t, i)->pfn_plus1)
+		if (slot_at(&t, i)->transfers)
 			pages[np++] = slot_at(&t, i);
 	qsort(pages, np, sizeof(*pages), cmp_pages);
 	if (top > np)
@@ -288,6 +371,10 @@ int cmd_crew_stats(int argc, char **argv)
 	if (json) {
 		printf("{\"log\":");
 		json_string(stdout, path);
+		if (ranged)
+			printf(",\"file_bytes\":[%" PRIu64 ",%" PRIu64 "],"
+			       "\"event_range\":[%" PRIu64 ",%" PRIu64 "]",
+			       from_b, to_b, lo, hi > lo ? hi : lo);
 		printf(",\"vcpus\":%u,\"events\":%" PRIu64 ",\"transfers\":%" PRIu64
 		       ",\"page_transfers\":%" PRIu64 ",\"byte_transfers\":%" PRIu64,
 		       h->n_vcpus, events, n, n_page, n_byte);
@@ -331,8 +418,13 @@ int cmd_crew_stats(int argc, char **argv)
 		}
 		printf("]}\n");
 	} else {
-		printf("%s: %u vCPUs, %" PRIu64 " events\n", path, h->n_vcpus,
+		printf("%s: %u vCPUs, %" PRIu64 " events", path, h->n_vcpus,
 		       events);
+		if (ranged)
+			printf(" (#%" PRIu64 "..#%" PRIu64 ": the chunks written "
+			       "while the file grew from %" PRIu64 " to %" PRIu64
+			       " bytes)", lo, hi > lo ? hi : lo, from_b, to_b);
+		putchar('\n');
 		printf("transfers:        %" PRIu64 " (%" PRIu64 " page, %" PRIu64
 		       " byte)\n", n, n_page, n_byte);
 		if (switch_ns && dur_src && dur > switch_ns / 1e9)
@@ -342,6 +434,9 @@ int cmd_crew_stats(int argc, char **argv)
 		if (dur_src && dur > 0)
 			printf("duration:         %.3f s (%s), %.0f transfers/s\n",
 			       dur, dur_src, n / dur);
+		else if (ranged)
+			printf("duration:         not known for a --file-bytes "
+			       "range\n");
 		else
 			printf("duration:         unknown (no End/checkpoint host "
 			       "time)\n");
@@ -385,7 +480,6 @@ int cmd_crew_stats(int argc, char **argv)
 		}
 	}
 	free(pages);
-	free(t.slots);
-	rr_reader_close(r);
+	table_free_close(&t, r);
 	return ret;
 }

@@ -119,3 +119,21 @@ def test_a_damaged_results_file_is_an_error_naming_the_line(tmp_path):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
     assert p.returncode != 0
     assert "results.csv line 2" in p.stderr.decode(), p.stderr.decode()
+
+
+def test_one_run_times_each_workload_between_its_own_marks():
+    """One VM run holds every workload (bench/experiment.py: guest_cmd);
+    a workload is timed between its own start and end marks, and one that
+    failed or lost a mark is missing, not timed from another's marks."""
+    cmd = experiment.guest_cmd([("read", ("read -n 9", "read -n 1")), ("ipc", ("ipc -n 9", "ipc -n 1"))])
+    assert cmd.index("RVMARK start read") < cmd.index("RVMARK end read") < cmd.index("RVMARK start ipc")
+    assert "RVMARK fail ipc" in cmd and cmd.endswith("exit $fail")
+    dbt = experiment.guest_cmd([("read", ("read -n 9", "read -n 1"))], dbt=True)
+    assert dbt.startswith("insmod /opt/rv/replayvm.ko dbt=1") and "rmmod replayvm" in dbt
+    marks = [(1.0, "RVMARK start read"), (3.5, "RVMARK end read"), (4.0, "RVMARK start ipc"),
+             (5.0, "RVMARK fail ipc"), (5.1, "RVMARK end ipc"), (6.0, "RVMARK start socket"),
+             (7.0, "RVMARK end socket"), (8.0, "RVMARK start http")]
+    sizes = [100, 900, 1000, 1100, 1200, 1300, 1700, 1800]
+    got = experiment.spans(marks, ["read", "ipc", "socket", "http", "forkwait"], "test", sizes)
+    assert got == {"read": (2.5, 100, 900), "socket": (1.0, 1300, 1700)}
+    assert experiment.spans(marks, ["read"], "test") == {"read": (2.5, None, None)}

@@ -20,7 +20,9 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # RV_IMAGE=dir: another guest image (an A/B of two guest modules, say)
 IMAGE = os.environ.get("RV_IMAGE") or os.path.join(REPO, "build", "image")
-QEMU = os.path.join(REPO, "build", "qemu", "qemu-system-x86_64")
+# RV_QEMU=path: another QEMU binary (a long benchmark kept on one build
+# while the tree moves on; its VERSION file, if any, sits next to it)
+QEMU = os.environ.get("RV_QEMU") or os.path.join(REPO, "build", "qemu", "qemu-system-x86_64")
 
 # default arguments of each workload: small enough for an emulated guest
 WORKLOADS = {

@@ -11,6 +11,7 @@
  * VCPU, ADDR, LEN, PREV, HOST_NS: decimal or 0x hex.  PREV may be "-" (none).
  */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,16 @@ int main(int argc, char **argv)
 		rr_event_buf b;
 		char kind, rw, prevs[512];
 		unsigned long long v, addr, len;
+		if (*s == 'f') {	/* end the chunk; print the file's size */
+			struct stat st;
+
+			if (rr_writer_flush(w, &err))
+				goto werr;
+			if (stat(argv[1], &st))
+				goto werr;
+			printf("%lld\n", (long long)st.st_size);
+			continue;
+		}
 		if (*s == 'e') {
 			unsigned long long ns;
 			if (sscanf(s, "e %lli", &ns) != 1)

@@ -172,3 +172,37 @@ def test_help_and_usage():
     assert subprocess.run([TOOL, "crew-stats"], capture_output=True).returncode == 64
     assert subprocess.run([TOOL, "crew-stats", "a", "b"], capture_output=True).returncode == 64
     assert subprocess.run([TOOL, "crew-stats", "/nonexistent.rr"], capture_output=True).returncode == 1
+
+
+
+def test_file_bytes_counts_the_chunks_written_between_two_sizes(crew_log, tmp_path):
+    """--file-bytes A:B (bench/experiment.py: a workload's transfers from the
+    log's size at its start and end marks) counts the chunks that end in
+    (A, B], and the sharing estimate still knows ranges from before A."""
+    spec = ("t 1 0x10010 8 w 0\nt 0 0x10020 4 r 1\nf\n"      # chunk 1: unknown, false
+            "t 1 0x10024 4 w 0\nt 0 0x10027 1 w 1\nb 2 0x40000 16 w 1\nf\n"  # 2: false, true, byte
+            "t 2 0x10100 8 r 0\ne 4000000000\n")             # chunk 3: false
+    log = tmp_path / "chunks.rr"
+    # crew_log prints the file's size after each 'f'
+    p = subprocess.run([str(crew_log), str(log), "4"], input=spec, capture_output=True, text=True,
+                       check=True)
+    a, b = map(int, p.stdout.split())
+    size = os.path.getsize(log)
+    assert 0 < a < b < size
+    whole = stats(log)
+    assert whole["transfers"] == 6 and whole["false_sharing"] == 3
+    first = stats(log, "--file-bytes", "0:%d" % a)
+    assert (first["transfers"], first["unknown"], first["false_sharing"]) == (2, 1, 1), first
+    mid = stats(log, "--file-bytes", "%d:%d" % (a, b))
+    # 0x10024 is false against 0's [0x20,0x24), known from chunk 1
+    assert (mid["transfers"], mid["byte_transfers"], mid["false_sharing"], mid["true_sharing"],
+            mid["unknown"]) == (3, 1, 1, 1, 0), mid
+    assert mid["event_range"] == [2, 5] and mid["duration_s"] is None, mid
+    # a size inside a chunk: that chunk was not written yet
+    assert stats(log, "--file-bytes", "%d:%d" % (a, b - 1))["transfers"] == 0
+    rest = stats(log, "--file-bytes", "%d:%d" % (b, size))
+    assert rest["transfers"] == 1 and rest["false_sharing"] == 1, rest
+    for bad in ("5:3", "x:4", "4", ":4", "4:"):
+        p = subprocess.run([TOOL, "crew-stats", str(log), "--file-bytes", bad],
+                           capture_output=True, text=True)
+        assert p.returncode == 64 and "--file-bytes" in p.stderr, (bad, p.stderr)
