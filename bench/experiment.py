@@ -39,7 +39,10 @@ The full run takes hours on a small host (byte-CREW runs at 10-100x here),
 so it can be accumulated: with --resume, rows already in DIR's results.csv
 that have at least --reps reps and no failure are kept, and only the other
 cells run (all of one vCPU count's missing workloads in one VM run per
-variant).  To keep one build across sessions, copy the image and QEMU and
+variant).  Every finished rep is also appended to DIR/reps.jsonl, and
+--resume reuses the reps there that the same QEMU build and image made
+for those workloads, so a run stopped in the middle of a vCPU count loses
+only the rep it was in.  To keep one build across sessions, copy the image and QEMU and
 point RV_IMAGE and RV_QEMU at the copies.  Each row carries when it was measured and with which
 QEMU build, tree and guest image (both taken when the run started: the
 image holds the guest module), and results.md lists them, so a table
@@ -186,65 +189,121 @@ def byte_crew_available():
     return b"crew=byte" not in p.stderr
 
 
-def measure(works, vcpus, reps, timeout, byte_ok, verbose):
-    """The cells of @works at @vcpus: each variant is one VM run of all the
-    workloads (a boot per workload cost more than most workloads here),
-    variants interleaved rep after rep.  -> {name: row}"""
+def run_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp):
+    """One rep of every variant, interleaved (a replay needs this rep's
+    recording).  -> {variant: {"times": {name: s}, "stats": {name: {...}}}}:
+    a workload missing from "times" failed in that variant."""
     names = [n for n, _ in works]
-    times = {n: {v: [] for v in VARIANTS} for n in names}
-    fails = {n: set() for n in names}
-    stats = {n: {} for n in names}
-    timeout *= len(works)
-    with tempfile.TemporaryDirectory(prefix="rv-exp-") as tmp:
-        logs = {"page": os.path.join(tmp, "page.rr"), "byte": os.path.join(tmp, "byte.rr")}
-        for rep in range(reps):
-            for v in VARIANTS:
-                kind = v.split("-")[0]
-                if kind == "byte" and not byte_ok:
-                    continue
-                if v.endswith("replay") and not os.path.exists(logs[kind]):
-                    continue
-                if verbose:
-                    print("  %s, %d vCPU, rep %d: %s" % (" ".join(names), vcpus, rep + 1, v),
-                          file=sys.stderr, flush=True)
-                try:
-                    if v in ("plain", "dbt"):
-                        got = run_plain(vcpus, works, timeout, dbt=v == "dbt")
-                    elif v.endswith("record"):
-                        if os.path.exists(logs[kind]):
-                            os.unlink(logs[kind])
-                        got = run_record(vcpus, works, timeout, logs[kind], kind)
-                        for n, (sec, b0, b1) in got.items():
-                            stats[n][kind] = log_stats(logs[kind], kind, sec, b0, b1)
-                    else:
-                        got = run_replay(logs[kind], names, timeout)
-                except (Failed, subprocess.SubprocessError, OSError, ValueError,
-                        vmrun.SetupError) as e:
-                    print("  ! %s %d vCPU %s: %s" % (" ".join(names), vcpus, v, str(e)[:400]),
-                          file=sys.stderr, flush=True)
-                    got = {}
-                    if v.endswith("record") and os.path.exists(logs[kind]):
-                        os.unlink(logs[kind])
-                for n in names:
-                    if n in got:
-                        times[n][v].append(got[n][0])
-                    else:
-                        fails[n].add(v)
+    logs = {"page": os.path.join(tmp, "page.rr"), "byte": os.path.join(tmp, "byte.rr")}
+    out = {}
+    for v in VARIANTS:
+        kind = v.split("-")[0]
+        if kind == "byte" and not byte_ok:
+            continue
+        got, stats = {}, {}
+        if v.endswith("replay") and not os.path.exists(logs[kind]):
+            out[v] = {"times": {}, "stats": {}}
+            continue
+        if verbose:
+            print("  %s, %d vCPU, rep %d: %s" % (" ".join(names), vcpus, rep + 1, v),
+                  file=sys.stderr, flush=True)
+        try:
+            if v in ("plain", "dbt"):
+                got = run_plain(vcpus, works, timeout, dbt=v == "dbt")
+            elif v.endswith("record"):
+                if os.path.exists(logs[kind]):
+                    os.unlink(logs[kind])
+                got = run_record(vcpus, works, timeout, logs[kind], kind)
+                for n, (sec, b0, b1) in got.items():
+                    stats[n] = log_stats(logs[kind], kind, sec, b0, b1)
+            else:
+                got = run_replay(logs[kind], names, timeout)
+        except (Failed, subprocess.SubprocessError, OSError, ValueError, vmrun.SetupError) as e:
+            print("  ! %s %d vCPU %s: %s" % (" ".join(names), vcpus, v, str(e)[:400]),
+                  file=sys.stderr, flush=True)
+            got, stats = {}, {}
+            if v.endswith("record") and os.path.exists(logs[kind]):
+                os.unlink(logs[kind])
+        out[v] = {"times": {n: got[n][0] for n in names if n in got}, "stats": stats}
+    return out
+
+
+def rows_from(names, vcpus, reps_data, byte_ok):
+    """Rows of @names from the reps' results (run_rep), medians over the
+    reps; log statistics from the last rep that has them."""
     rows = {}
     for n in names:
-        row = {"workload": n, "vcpus": vcpus, "reps": reps, "failures": " ".join(sorted(fails[n])),
+        times = {v: [] for v in VARIANTS}
+        fails, stats = set(), {}
+        for rd in reps_data:
+            for v in VARIANTS:
+                if v not in rd:
+                    continue
+                if n in rd[v]["times"]:
+                    times[v].append(rd[v]["times"][n])
+                else:
+                    fails.add(v)
+                if n in rd[v]["stats"]:
+                    stats[v.split("-")[0]] = rd[v]["stats"][n]
+        row = {"workload": n, "vcpus": vcpus, "reps": len(reps_data), "failures": " ".join(sorted(fails)),
                "not_available": "" if byte_ok else "byte-record byte-replay"}
         row.update(provenance())
-        med = {v: statistics.median(t) if t else None for v, t in times[n].items()}
+        med = {v: statistics.median(t) if t else None for v, t in times.items()}
         for v in VARIANTS:
             row["%s_s" % v] = med[v]
             if v != "plain":
                 row["%s_ratio" % v] = med[v] / med["plain"] if med[v] and med["plain"] else None
         for kind in ("page", "byte"):
-            for k, val in stats[n].get(kind, {}).items():
+            for k, val in stats.get(kind, {}).items():
                 row["%s_%s" % (kind, k)] = val
         rows[n] = row
     return rows
+
+
+def journal_reps(path, vcpus, names):
+    """Reps of @names at @vcpus in the journal @path that this run's QEMU
+    and image made, each as run_rep returned it, cut to @names (only reps
+    that ran all of them)."""
+    if not path or not os.path.exists(path):
+        return []
+    here = provenance()
+    out = []
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            try:
+                j = json.loads(line)
+                if (j["vcpus"] != vcpus or j["qemu"] != here["qemu"] or j["image"] != RUN["image"] or
+                        not set(names) <= set(j["workloads"])):
+                    continue
+                out.append({v: {"times": {n: t for n, t in d["times"].items() if n in names},
+                                "stats": {n: st for n, st in d["stats"].items() if n in names}}
+                            for v, d in j["result"].items()})
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
+                print("experiment: %s line %d ignored: %s" % (path, i, e), file=sys.stderr)
+    return out
+
+
+def measure(works, vcpus, reps, timeout, byte_ok, verbose, journal=None):
+    """The cells of @works at @vcpus: each variant is one VM run of all the
+    workloads (a boot per workload cost more than most workloads here),
+    variants interleaved rep after rep.  Each finished rep is appended to
+    @journal (JSON lines), and reps already there from the same QEMU and
+    image count: a run stopped in the middle of a vCPU count loses at most
+    the rep it was in.  -> {name: row}"""
+    names = [n for n, _ in works]
+    done = journal_reps(journal, vcpus, names)[:reps]
+    if done and verbose:
+        print("  %s, %d vCPU: %d rep(s) from %s" % (" ".join(names), vcpus, len(done), journal),
+              file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="rv-exp-") as tmp:
+        for rep in range(len(done), reps):
+            rd = run_rep(works, vcpus, rep, timeout * len(works), byte_ok, verbose, tmp)
+            done.append(rd)
+            if journal:
+                with open(journal, "a") as f:
+                    f.write(json.dumps(dict(provenance(), vcpus=vcpus, workloads=names, rep=rep,
+                                            result=rd)) + "\n")
+    return rows_from(names, vcpus, done, byte_ok)
 
 
 def cell(row, v):
@@ -473,12 +532,15 @@ def main():
                              for k, v in r.items()})
         os.replace(csv_path + ".tmp", csv_path)
 
+    journal = os.path.join(a.out, "reps.jsonl")
+    if not a.resume:
+        open(journal, "w").close()      # a fresh table: forget earlier reps
     write_csv()
     for n in vcpus:
         works = [(w, table[w]) for w, m in todo if m == n]
         if not works:
             continue
-        for w, r in measure(works, n, reps, a.timeout, byte_ok, a.verbose).items():
+        for w, r in measure(works, n, reps, a.timeout, byte_ok, a.verbose, journal).items():
             fresh[(w, n)] = r
             print("%s %d vCPU: %s" % (w, n, "  ".join("%s %s" % (v, cell(r, v)) for v in VARIANTS)),
                   flush=True)

@@ -137,3 +137,49 @@ def test_one_run_times_each_workload_between_its_own_marks():
     got = experiment.spans(marks, ["read", "ipc", "socket", "http", "forkwait"], "test", sizes)
     assert got == {"read": (2.5, 100, 900), "socket": (1.0, 1300, 1700)}
     assert experiment.spans(marks, ["read"], "test") == {"read": (2.5, None, None)}
+
+
+def test_a_stopped_run_resumes_from_its_finished_reps(tmp_path, monkeypatch):
+    """measure() journals each finished rep; a second measure() with the
+    same journal, QEMU and image runs only the missing reps, and the row
+    is the median over all of them.  Another image's reps do not count."""
+    calls, stop = [], [True]
+
+    class SessionEnds(Exception):
+        pass
+
+    def fake_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp):
+        calls.append(rep)
+        if rep == 1 and stop and stop.pop():
+            raise SessionEnds()           # the session ends in rep 2
+        t = float(rep + 1)
+        return {v: {"times": {"read": t * (i + 1)}, "stats": {"read": {"log_mb": t}} if "record" in v else {}}
+                for i, v in enumerate(experiment.VARIANTS)}
+
+    monkeypatch.setattr(experiment, "run_rep", fake_rep)
+    monkeypatch.setattr(experiment, "RUN", {"tree": "t", "image": "img1"})
+    monkeypatch.setattr(experiment, "qemu_build", lambda: "q1")
+    journal = str(tmp_path / "reps.jsonl")
+    works = [("read", ("read -n 9", "read -n 1"))]
+    try:
+        experiment.measure(works, 2, 3, 60, True, False, journal)
+    except SessionEnds:
+        pass
+    assert calls == [0, 1] and len(open(journal).read().splitlines()) == 1
+    rows = experiment.measure(works, 2, 3, 60, True, False, journal)
+    assert calls == [0, 1, 1, 2], calls           # rep 1 again, then rep 2
+    r = rows["read"]
+    assert r["reps"] == 3 and r["failures"] == "" and r["plain_s"] == 2.0 and r["dbt_s"] == 4.0
+    assert r["byte_log_mb"] == 3.0                 # from the last rep
+    assert len(open(journal).read().splitlines()) == 3
+    # another image (a rebuilt guest module): its reps are not reused
+    monkeypatch.setattr(experiment, "RUN", {"tree": "t", "image": "img2"})
+    calls.clear()
+    experiment.measure(works, 2, 3, 60, True, False, journal)
+    assert calls == [0, 1, 2]
+    # nor are another vCPU count's, and a damaged line is skipped
+    with open(journal, "a") as f:
+        f.write("{not json\n")
+    calls.clear()
+    experiment.measure(works, 4, 1, 60, True, False, journal)
+    assert calls == [0]
