@@ -532,6 +532,16 @@ def main():
                              for k, v in r.items()})
         os.replace(csv_path + ".tmp", csv_path)
 
+    def write_report():
+        # after each vCPU count too: a run stopped later leaves a report
+        # of what it finished
+        rows = ordered()
+        machine["load_end"] = "%.1f" % os.getloadavg()[0]
+        with open(os.path.join(a.out, "results.md"), "w") as f:
+            f.write(markdown(rows, machine))
+        plots(rows, a.out)
+        return rows
+
     journal = os.path.join(a.out, "reps.jsonl")
     if not a.resume:
         open(journal, "w").close()      # a fresh table: forget earlier reps
@@ -545,11 +555,8 @@ def main():
             print("%s %d vCPU: %s" % (w, n, "  ".join("%s %s" % (v, cell(r, v)) for v in VARIANTS)),
                   flush=True)
         write_csv()
-    rows = ordered()
-    machine["load_end"] = "%.1f" % os.getloadavg()[0]
-    with open(os.path.join(a.out, "results.md"), "w") as f:
-        f.write(markdown(rows, machine))
-    plots(rows, a.out)
+        write_report()
+    rows = write_report()
     print("experiment: results in %s (results.csv, results.md, fig_*.png)" % a.out)
     return 1 if any(r["failures"] for r in rows) else 0
 
