@@ -112,7 +112,7 @@ def guest_cmd(works, dbt=False):
     return body + "exit $fail"
 
 
-def spans(marks, names, what, sizes=None):
+def spans(marks, names, sizes=None):
     """-> {name: (seconds, log bytes at start, at end)} for the workloads
     whose start and end marks arrived and that did not fail."""
     at, failed = {}, set()
@@ -134,7 +134,7 @@ def spans(marks, names, what, sizes=None):
 
 def run_plain(vcpus, works, timeout, dbt=False):
     r = vmrun.run(vcpus=vcpus, cmd=guest_cmd(works, dbt), accel="tcg", timeout=timeout)
-    got = spans(r.marks, [n for n, _ in works], "plain")
+    got = spans(r.marks, [n for n, _ in works])
     if r.status != 0 and not got:
         raise Failed("exit %d: %s" % (r.status, r.console[-300:]))
     return got
@@ -147,7 +147,7 @@ def run_record(vcpus, works, timeout, log, crew):
     if r.status != 0:
         # the log of a failed recording is not replayed: every workload failed
         raise Failed("recording exit %d: %s" % (r.status, r.console[-300:]))
-    return spans(r.marks, [n for n, _ in works], "record", r.mark_log_bytes)
+    return spans(r.marks, [n for n, _ in works], r.mark_log_bytes)
 
 
 def run_replay(log, names, timeout):
@@ -160,7 +160,7 @@ def run_replay(log, names, timeout):
     err = p.stderr.read().decode(errors="replace")
     if p.wait() != 0 or "REPLAY OK" not in err:
         raise Failed("replay: %s" % err.strip().splitlines()[-1:])
-    return spans(clock.marks, names, "replay")
+    return spans(clock.marks, names)
 
 
 def log_stats(log, kind, span_s, b0, b1):
@@ -266,13 +266,13 @@ def journal_reps(path, vcpus, names):
     that ran all of them)."""
     if not path or not os.path.exists(path):
         return []
-    here = provenance()
+    qemu = qemu_build()
     out = []
     with open(path) as f:
         for i, line in enumerate(f, 1):
             try:
                 j = json.loads(line)
-                if (j["vcpus"] != vcpus or j["qemu"] != here["qemu"] or j["image"] != RUN["image"] or
+                if (j["vcpus"] != vcpus or j["qemu"] != qemu or j["image"] != RUN["image"] or
                         not set(names) <= set(j["workloads"])):
                     continue
                 out.append({v: {"times": {n: t for n, t in d["times"].items() if n in names},

@@ -2,7 +2,6 @@
  * replay-vm crew-stats: CREW ownership transfers in a log, and an offline
  * estimate of how many of them were false sharing.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,20 +161,18 @@ static double pct(uint64_t a, uint64_t b)
 	return b ? 100.0 * a / b : 0.0;
 }
 
-/* "A:B" with A <= B, as two byte offsets */
+/* "A:B" with A <= B, two byte offsets as parse_u64 reads them */
 static int parse_byte_range(const char *arg, uint64_t *a, uint64_t *b)
 {
-	char *end;
 	const char *colon = strchr(arg, ':');
+	char first[32];
 
-	if (!colon || colon == arg || !colon[1])
+	if (!colon || (size_t)(colon - arg) >= sizeof(first))
 		goto bad;
-	errno = 0;
-	*a = strtoull(arg, &end, 10);
-	if (errno || end != colon)
-		goto bad;
-	*b = strtoull(colon + 1, &end, 10);
-	if (errno || *end || *a > *b)
+	memcpy(first, arg, colon - arg);
+	first[colon - arg] = 0;
+	if (parse_u64(first, "--file-bytes start", a) ||
+	    parse_u64(colon + 1, "--file-bytes end", b) || *a > *b)
 		goto bad;
 	return 0;
 bad:

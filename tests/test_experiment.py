@@ -134,9 +134,9 @@ def test_one_run_times_each_workload_between_its_own_marks():
              (5.0, "RVMARK fail ipc"), (5.1, "RVMARK end ipc"), (6.0, "RVMARK start socket"),
              (7.0, "RVMARK end socket"), (8.0, "RVMARK start http")]
     sizes = [100, 900, 1000, 1100, 1200, 1300, 1700, 1800]
-    got = experiment.spans(marks, ["read", "ipc", "socket", "http", "forkwait"], "test", sizes)
+    got = experiment.spans(marks, ["read", "ipc", "socket", "http", "forkwait"], sizes)
     assert got == {"read": (2.5, 100, 900), "socket": (1.0, 1300, 1700)}
-    assert experiment.spans(marks, ["read"], "test") == {"read": (2.5, None, None)}
+    assert experiment.spans(marks, ["read"]) == {"read": (2.5, None, None)}
 
 
 def test_a_stopped_run_resumes_from_its_finished_reps(tmp_path, monkeypatch):
