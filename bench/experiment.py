@@ -25,7 +25,9 @@ recording's.
 
 A variant that cannot run is reported, not hidden: byte-CREW recording is
 refused by QEMU until the guest module provides it (issue 7), and its cells
-say so ("n/a").  A run that fails is FAIL in its cell and the rest goes on.
+say so ("n/a").  A run that fails is FAIL in its cell and the rest goes on;
+its error (a replay's whole divergence report) is kept in reps.jsonl, and
+a recording whose replay failed is moved to DIR/failed/.
 
 Writes into --out DIR: results.csv, results.md (table + machine), and
 fig_overhead.png (Fig. 4.8 style: runtime / plain per workload and variant,
@@ -55,6 +57,7 @@ import hashlib
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -159,7 +162,9 @@ def run_replay(log, names, timeout):
         clock.feed(line)
     err = p.stderr.read().decode(errors="replace")
     if p.wait() != 0 or "REPLAY OK" not in err:
-        raise Failed("replay: %s" % err.strip().splitlines()[-1:])
+        # the whole divergence report, not just its last line
+        raise Failed("replay: " + "\n".join(l for l in err.strip().splitlines()
+                                            if not l.startswith("qemu-system"))[-3000:])
     return spans(clock.marks, names)
 
 
@@ -189,10 +194,12 @@ def byte_crew_available():
     return b"crew=byte" not in p.stderr
 
 
-def run_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp):
+def run_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp, keep=None):
     """One rep of every variant, interleaved (a replay needs this rep's
-    recording).  -> {variant: {"times": {name: s}, "stats": {name: {...}}}}:
-    a workload missing from "times" failed in that variant."""
+    recording).  -> {variant: {"times": {name: s}, "stats": {name: {...}}}},
+    with "error" where a variant failed: a workload missing from "times"
+    failed in that variant.  A recording whose replay failed is moved into
+    @keep/failed/ (when given), for replay-vm to look at."""
     names = [n for n, _ in works]
     logs = {"page": os.path.join(tmp, "page.rr"), "byte": os.path.join(tmp, "byte.rr")}
     out = {}
@@ -200,7 +207,7 @@ def run_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp):
         kind = v.split("-")[0]
         if kind == "byte" and not byte_ok:
             continue
-        got, stats = {}, {}
+        stats = {}
         if v.endswith("replay") and not os.path.exists(logs[kind]):
             out[v] = {"times": {}, "stats": {}}
             continue
@@ -219,11 +226,16 @@ def run_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp):
             else:
                 got = run_replay(logs[kind], names, timeout)
         except (Failed, subprocess.SubprocessError, OSError, ValueError, vmrun.SetupError) as e:
-            print("  ! %s %d vCPU %s: %s" % (" ".join(names), vcpus, v, str(e)[:400]),
+            print("  ! %s %d vCPU %s: %s" % (" ".join(names), vcpus, v, str(e)[-1500:]),
                   file=sys.stderr, flush=True)
-            got, stats = {}, {}
+            out[v] = {"times": {}, "stats": {}, "error": str(e)[-3000:]}
             if v.endswith("record") and os.path.exists(logs[kind]):
                 os.unlink(logs[kind])
+            if v.endswith("replay") and keep:
+                os.makedirs(os.path.join(keep, "failed"), exist_ok=True)
+                shutil.move(logs[kind], os.path.join(keep, "failed", "%dvcpu-rep%d-%s.rr" %
+                                                     (vcpus, rep + 1, kind)))
+            continue
         out[v] = {"times": {n: got[n][0] for n in names if n in got}, "stats": stats}
     return out
 
@@ -297,7 +309,8 @@ def measure(works, vcpus, reps, timeout, byte_ok, verbose, journal=None):
               file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="rv-exp-") as tmp:
         for rep in range(len(done), reps):
-            rd = run_rep(works, vcpus, rep, timeout * len(works), byte_ok, verbose, tmp)
+            rd = run_rep(works, vcpus, rep, timeout * len(works), byte_ok, verbose, tmp,
+                         os.path.dirname(journal) if journal else None)
             done.append(rd)
             if journal:
                 with open(journal, "a") as f:

@@ -148,7 +148,7 @@ def test_a_stopped_run_resumes_from_its_finished_reps(tmp_path, monkeypatch):
     class SessionEnds(Exception):
         pass
 
-    def fake_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp):
+    def fake_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp, keep=None):
         calls.append(rep)
         if rep == 1 and stop and stop.pop():
             raise SessionEnds()           # the session ends in rep 2
@@ -183,3 +183,33 @@ def test_a_stopped_run_resumes_from_its_finished_reps(tmp_path, monkeypatch):
     calls.clear()
     experiment.measure(works, 4, 1, 60, True, False, journal)
     assert calls == [0]
+
+
+def test_a_failed_replay_keeps_its_log_and_report(tmp_path, monkeypatch):
+    """A replay that fails marks every workload of the run failed in that
+    variant, keeps the divergence report in the rep's result and moves the
+    recording into KEEP/failed/ for replay-vm to look at."""
+    works = [("read", ("read -n 9", "read -n 1")), ("ipc", ("ipc -n 9", "ipc -n 1"))]
+    monkeypatch.setattr(experiment, "run_plain", lambda *a, **k: {"read": (1.0, None, None),
+                                                                  "ipc": (2.0, None, None)})
+
+    def record(vcpus, works, timeout, log, crew):
+        open(log, "w").write("a log")
+        return {"read": (3.0, None, None), "ipc": (4.0, None, None)}
+
+    def replay(log, names, timeout):
+        if "byte" in log:
+            raise experiment.Failed("replay: DIVERGENCE at event #7\nthe replay DIVERGED")
+        return {"read": (5.0, None, None), "ipc": (6.0, None, None)}
+
+    monkeypatch.setattr(experiment, "run_record", record)
+    monkeypatch.setattr(experiment, "run_replay", replay)
+    monkeypatch.setattr(experiment, "log_stats", lambda *a: {"log_mb": 1.0})
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    rd = experiment.run_rep(works, 2, 1, 60, True, False, str(tmp), str(tmp_path))
+    assert rd["page-replay"]["times"] == {"read": 5.0, "ipc": 6.0}
+    assert rd["byte-replay"]["times"] == {} and "DIVERGENCE at event #7" in rd["byte-replay"]["error"]
+    assert open(tmp_path / "failed" / "2vcpu-rep2-byte.rr").read() == "a log"
+    rows = experiment.rows_from(["read", "ipc"], 2, [rd], True)
+    assert rows["ipc"]["failures"] == "byte-replay" and rows["ipc"]["byte-record_s"] == 4.0
