@@ -30,8 +30,9 @@
  * the same bytes in both.  String instructions always go to slow_common,
  * which works out their ranges from rsi/rdi/rcx and the direction flag.
  *
- * TLB flushes (invlpg, invpcid, mov to cr3/cr4) empty this CPU's vtlb
- * first: movq $next,%gs:x_dest; jmp vtlb_flush_common.
+ * TLB flushes (invlpg, invpcid, mov to cr0/cr4; not cr3: the vtlb holds
+ * global pages only) empty this CPU's vtlb first: movq $next,%gs:x_dest;
+ * jmp vtlb_flush_common.
  *
  * Deterministic points (port I/O, rdtsc/rdtscp, pause, hlt, backward
  * branches): push %rax; seto %al; lahf; movq $pc,%gs:dp_pc;
@@ -58,7 +59,8 @@ struct rv_crew_consts rv_cc;
  * slow_common checks every entry such an access would have used against
  * the page tables (byte_vtlb_checked, byte_vtlb_stale), 1024 no vtlb
  * flushes at TLB-flushing instructions (wrong: to see that 512 catches it),
- * 4096 releases without the fence (wrong: what the fence costs)
+ * 4096 releases without the fence (wrong: what the fence costs), 16384
+ * CR3 writes empty the vtlb as before it held global pages only
  */
 unsigned int rv_bdebug;
 module_param_named(bdebug, rv_bdebug, uint, 0444);
@@ -651,7 +653,12 @@ static void crew_detpoint(struct rv_emit *e, struct insn *insn, unsigned long pc
 	fill(j, db);
 }
 
-/* invlpg, invpcid, mov to a control register */
+/*
+ * invlpg, invpcid, mov to a control register but CR3: the vtlb holds
+ * global pages only (crewslow.c), which a CR3 write keeps, as the
+ * hardware TLB does; the kernel changes them with invlpg or a global
+ * flush (invpcid, CR4.PGE).  bdebug=16384: CR3 writes empty it too.
+ */
 static bool flushes_tlb(struct insn *insn)
 {
 	u8 op1 = insn->opcode.bytes[1], modrm = insn->modrm.bytes[0];
@@ -660,7 +667,9 @@ static bool flushes_tlb(struct insn *insn)
 		return false;
 	if (op1 == 0x01)
 		return insn->modrm.nbytes && X86_MODRM_MOD(modrm) != 3 && X86_MODRM_REG(modrm) == 7;
-	return op1 == 0x22 || (op1 == 0x38 && insn->opcode.bytes[2] == 0x82);
+	if (op1 == 0x22)
+		return X86_MODRM_REG(modrm) != 3 || (rv_bdebug & 16384);
+	return op1 == 0x38 && insn->opcode.bytes[2] == 0x82;
 }
 
 /* before every instruction: a TLB flush empties this CPU's vtlb first */

@@ -44,13 +44,18 @@ static void mmio_detpoint(struct rv_vcpu *v, unsigned long pc)
 
 enum { CL_SKIP, CL_RAM, CL_MMIO };
 
-/* kernel address -> physical (RAM the shadow covers) or why not */
-static int rv_classify(unsigned long a, unsigned long *phys)
+/*
+ * kernel address -> physical (RAM the shadow covers) or why not;
+ * *global: the mapping is the same in every address space (a global
+ * page), so a CR3 write does not change it
+ */
+static int rv_classify(unsigned long a, unsigned long *phys, bool *global)
 {
 	unsigned int level;
 	unsigned long pfn, off;
 	pte_t *pte;
 
+	*global = true;
 	if (a - rv_cc.page_offset < rv_cc.span) {
 		*phys = a - rv_cc.page_offset;
 		return CL_RAM;
@@ -64,6 +69,7 @@ static int rv_classify(unsigned long a, unsigned long *phys)
 	pte = lookup_address(a, &level);
 	if (!pte || !pte_present(*pte))
 		return CL_SKIP;			/* it will fault; nothing to own */
+	*global = pte_flags(*pte) & _PAGE_GLOBAL;	/* the same bit in a 2M/1G entry */
 	pfn = pte_pfn(*pte);
 	switch (level) {
 	case PG_LEVEL_2M:
@@ -85,31 +91,64 @@ DEFINE_PER_CPU(struct rv_vtlb, rv_vtlb);
 
 /*
  * After a miss of the inline lookup (crewinstr.c): remember where @a's
- * page is, if it is RAM the shadow covers.  Runs on this CPU with no
- * interrupt possible (none is delivered outside deterministic points),
- * like the inline lookup that reads the entry.
+ * page is, if it is RAM the shadow covers, mapped by a global page.  Only
+ * global pages: a CR3 write (a task switch) then changes no entry, and
+ * only invlpg, invpcid and CR0/CR4 writes empty the vtlb (crewinstr.c).
+ * Runs on this CPU with no interrupt possible (none is delivered outside
+ * deterministic points), like the inline lookup that reads the entry.
  */
-void rv_vtlb_fill(unsigned long a)
+static int vtlb_fill(unsigned long a, unsigned long *phys)
 {
 	struct rv_vtlb *t = this_cpu_ptr(&rv_vtlb);
-	unsigned long phys, i = (a >> PAGE_SHIFT) & (RV_VTLB_SIZE - 1);
-	bool ram = rv_classify(a, &phys) == CL_RAM;	/* never user memory */
+	unsigned long i = (a >> PAGE_SHIFT) & (RV_VTLB_SIZE - 1);
+	bool global;
+	int cl = rv_classify(a, phys, &global);	/* never user memory */
+	bool ram = cl == CL_RAM && global;
 
 	if ((rv_bdebug & 512) && t->e[i].vpn == a >> PAGE_SHIFT) {
 		/* an access the lookup would have let through: was it right? */
 		t->checked++;
-		if (!ram || t->e[i].delta != (s64)(phys - a)) {
+		if (!ram || t->e[i].delta != (s64)(*phys - a)) {
 			if (t->stale++ < 4)
 				pr_err(RV_PR "vtlb: stale entry for %lx: phys %llx, page tables %s%lx\n",
-				       a, a + t->e[i].delta, ram ? "" : "(not RAM) ", phys);
+				       a, a + t->e[i].delta, ram ? "" : "(not global RAM) ", *phys);
 			t->e[i].vpn = 0;
 		}
 	}
 	if (!ram)
-		return;
+		return cl;
 	t->e[i].vpn = a >> PAGE_SHIFT;
-	t->e[i].delta = phys - a;
+	t->e[i].delta = *phys - a;
 	t->fills++;
+	return cl;
+}
+
+void rv_vtlb_fill(unsigned long a)
+{
+	unsigned long phys;
+
+	vtlb_fill(a, &phys);
+}
+
+/*
+ * rv_classify through the vtlb (byte mode: training never empties it):
+ * the page walk of an address outside the direct map and the kernel
+ * image (vmalloc'd stacks, modules) once per page, not per slow path
+ */
+static int classify(unsigned long a, unsigned long *phys)
+{
+	struct rv_vtlb *t = this_cpu_ptr(&rv_vtlb);
+	unsigned long i = (a >> PAGE_SHIFT) & (RV_VTLB_SIZE - 1);
+	bool global;
+
+	if (rv_train)
+		return rv_classify(a, phys, &global);
+	/* bdebug=512: every use checks the entry against the page tables */
+	if (!(rv_bdebug & 512) && t->e[i].vpn == a >> PAGE_SHIFT && a >= TASK_SIZE_MAX) {
+		*phys = a + t->e[i].delta;
+		return CL_RAM;
+	}
+	return vtlb_fill(a, phys);
 }
 
 /* a TLB-flushing instruction is next (stubs_byte.c: vtlb_flush_common) */
@@ -165,7 +204,7 @@ bool rv_add_piece_range(struct piece *p, int *np, unsigned long a, unsigned long
 	while (len) {
 		unsigned long n = min(len, PAGE_SIZE - (a & ~PAGE_MASK)), phys;
 
-		switch (rv_classify(a, &phys)) {
+		switch (classify(a, &phys)) {
 		case CL_RAM:
 			if (*np && p[*np - 1].phys + p[*np - 1].len == phys &&
 			    p[*np - 1].write == write) {
@@ -385,8 +424,7 @@ void rv_byte_slow(void)
 		break;
 	case RV_SLOW_OTHER:
 		v->stats[RV_BS_CLASSIFY]++;
-		rv_vtlb_fill(a);
-		if (!add_piece_range(p, &np, a, len, write, &mmio))
+		if (!add_piece_range(p, &np, a, len, write, &mmio))	/* fills the vtlb */
 			break;
 		if (mmio)
 			mmio_detpoint(v, site->pc);
