@@ -777,11 +777,6 @@ int crew_replay_finish(struct crew_cpu *c)
 	return ret;
 }
 
-static inline bool own_byte(u8 v, u8 mask, bool write)
-{
-	return write ? v == mask : (v & mask) == mask;
-}
-
 /*
  * Four shadow words per test: a loop over bytes was two thirds of the
  * kernel's instructions in a byte-CREW read loop, one over words still a
@@ -809,21 +804,53 @@ static u64 not_owned_r(const u8 *s, unsigned long n, u64 rep)
 	return x;
 }
 
+/* bytes [lo, hi) of a little-endian word, lo < hi <= 8 */
+static inline u64 byte_mask(unsigned int lo, unsigned int hi)
+{
+	u64 m = hi >= 8 ? ~0ULL : (1ULL << (hi * 8)) - 1;
+
+	return m & ~((1ULL << (lo * 8)) - 1);
+}
+
+/* the bytes @m of the aligned word at @w are owned (bytes outside: any) */
+static inline bool word_owned(const u8 *w, u64 m, u64 rep, bool write)
+{
+	u64 v = crew_ld_u64(w);
+
+	return !((write ? v ^ rep : ~v & rep) & m);
+}
+
+/*
+ * The unaligned head and the tail are whole aligned words too, with the
+ * bytes outside the range masked off: byte loops there were most of this
+ * function's instructions for the short ranges of string instructions
+ * (memcpy/memset of a few dozen bytes).  An aligned word never crosses a
+ * page, so the shadow bytes read beside the range exist.
+ */
 bool crew_owns_range(const u8 *s, unsigned long len, u8 mask, bool write)
 {
 	u64 rep = 0x0101010101010101ULL * mask;
-	unsigned long i = 0, n;
+	unsigned int head = (unsigned long)s & 7;
+	unsigned long n;
 
-	for (; i < len && ((unsigned long)(s + i) & 7); i++)
-		if (!own_byte(crew_ld_u8(s + i), mask, write))
+	if (!len)
+		return true;
+	if (head) {
+		n = len < 8 - head ? len : 8 - head;
+		if (!word_owned(s - head, byte_mask(head, head + n), rep, write))
 			return false;
-	n = (len - i) & ~31UL;
-	if (n && (write ? not_owned_w(s + i, n, rep) : not_owned_r(s + i, n, rep)))
+		s += n;
+		len -= n;
+	}
+	n = len & ~31UL;
+	if (n && (write ? not_owned_w(s, n, rep) : not_owned_r(s, n, rep)))
 		return false;
-	for (i += n; i < len; i++)
-		if (!own_byte(crew_ld_u8(s + i), mask, write))
+	s += n;
+	len -= n;
+	for (; len >= 8; s += 8, len -= 8)
+		if (!word_owned(s, ~0ULL, rep, write))
 			return false;
-	return true;
+	return !len || word_owned(s, byte_mask(0, len), rep, write);
 }
 
 /*

@@ -707,7 +707,8 @@ static int drain_full(struct crew_ring *r)
 /*
  * crew_owns_range against a byte at a time, for every start alignment and
  * lengths around its word and four-word steps, with one byte spoilt (or
- * none) inside or just outside the range.
+ * none) inside the range or up to 8 bytes outside it (the words of the
+ * head and tail are read whole, the bytes outside masked off).
  */
 static void test_owns_range(void)
 {
@@ -721,9 +722,9 @@ static void test_owns_range(void)
 		u8 mask = masks[m];
 
 		for (int t = 0; t < 20000; t++) {
-			unsigned long off = 2 + rnd(&seed) % 16, len = rnd(&seed) % 300;
+			unsigned long off = 8 + rnd(&seed) % 16, len = rnd(&seed) % 300;
 			bool write = rnd(&seed) & 1, want = true, got;
-			long spoil = (long)(rnd(&seed) % (len + 4)) - 2;
+			long spoil = (long)(rnd(&seed) % (len + 16)) - 8;
 			u8 other = (u8)(1u << (rnd(&seed) % 8));
 
 			/* owned by @mask; for reads, often shared with another */
