@@ -123,13 +123,6 @@ static int vtlb_fill(unsigned long a, unsigned long *phys)
 	return cl;
 }
 
-void rv_vtlb_fill(unsigned long a)
-{
-	unsigned long phys;
-
-	vtlb_fill(a, &phys);
-}
-
 /*
  * rv_classify through the vtlb (byte mode: training never empties it):
  * the page walk of an address outside the direct map and the kernel

@@ -222,7 +222,6 @@ struct rv_vtlb {
 } ____cacheline_aligned;
 DECLARE_PER_CPU(struct rv_vtlb, rv_vtlb);
 #define RV_VTLB(field)	((u32)((unsigned long)&rv_vtlb + offsetof(struct rv_vtlb, field)))
-void rv_vtlb_fill(unsigned long a);	/* crewslow.c */
 void rv_vtlb_flush(void);
 extern unsigned long rv_vtlb_flush_common;	/* stubs_byte.c */
 
