@@ -147,6 +147,13 @@ def user_initrd(base, binary, tmpdir):
     return out
 
 
+def kernel_file(image):
+    """The image's uncompressed vmlinux (PVH boot, no decompression in the
+    guest) where the image has one, else its vmlinuz (older images)."""
+    vmlinux = os.path.join(image, "vmlinux")
+    return vmlinux if os.path.isfile(vmlinux) else os.path.join(image, "vmlinuz")
+
+
 def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="uname -a",
               initrd=None, module=False, net=True, disk=True, extra=(), append_extra="", cpu=None,
               monitor=None):
@@ -167,7 +174,7 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
             "-M", "pc", "-m", str(mem), "-smp", str(vcpus),
             "-display", "none", "-serial", "stdio", "-no-reboot",
             "-monitor", "unix:%s,server=on,wait=off" % monitor if monitor else "none",
-            "-kernel", os.path.join(image, "vmlinuz"),
+            "-kernel", kernel_file(image),
             "-initrd", initrd or os.path.join(image, "initramfs.cpio.gz"),
             "-append", append]
     if accel == "kvm":

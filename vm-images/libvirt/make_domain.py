@@ -95,7 +95,7 @@ def domain_xml(name, log, console, vcpus=2, memory=512, crew="page", command="un
     subst = {
         "NAME": name, "MEMORY_MIB": str(memory), "VCPUS": str(vcpus),
         "QEMU": os.path.abspath(qemu),
-        "KERNEL": os.path.join(os.path.abspath(image), "vmlinuz"),
+        "KERNEL": os.path.abspath(vmrun.kernel_file(image)),
         "INITRD": os.path.abspath(initrd or os.path.join(image, "initramfs.cpio.gz")),
         "CMDLINE": append, "DISK": os.path.join(os.path.abspath(image), "data.img"),
         "CONSOLE": os.path.abspath(console), "LOG": os.path.abspath(log),
