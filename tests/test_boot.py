@@ -31,22 +31,19 @@ WORKLOADS = [
     ("diskread", [], 1),
     ("diskread", [], 2),
 ]
-STATUS = re.compile(r"^WORKLOAD-STATUS (\S+) (\d+)$", re.M)
-
 
 @pytest.fixture(scope="module")
 def boot():
     """One boot per vCPU count runs every workload of that count in turn
-    (a boot takes 11-15 s here, most workloads 1-5 s: one boot each made
+    (a boot took 11-15 s here, most workloads 1-5 s: one boot each made
     these tests four times longer)."""
     runs = {}
 
     def get(vcpus):
         if vcpus not in runs:
-            cmds = ["grep -c ^processor /proc/cpuinfo", "lsmod | grep -c '^virtio_blk '"]
-            cmds += ["%s; echo WORKLOAD-STATUS %s $?" % (vmrun.guest_command(name, args), name)
-                     for name, args, n in WORKLOADS if n == vcpus]
-            runs[vcpus] = vmrun.run(vcpus=vcpus, cmd="; ".join(cmds), timeout=600, accel="tcg")
+            cmd = "grep -c ^processor /proc/cpuinfo; lsmod | grep -c '^virtio_blk '; " + \
+                vmrun.workloads_in_turn((name, args) for name, args, n in WORKLOADS if n == vcpus)
+            runs[vcpus] = vmrun.run(vcpus=vcpus, cmd=cmd, timeout=600, accel="tcg")
         return runs[vcpus]
     return get
 
@@ -81,7 +78,7 @@ def test_timeout_kills_guest():
 @pytest.mark.parametrize("name,args,vcpus", WORKLOADS, ids=["%s-%d" % (w[0], w[2]) for w in WORKLOADS])
 def test_workload_runs(boot, name, args, vcpus):
     r = boot(vcpus)
-    assert dict(STATUS.findall(r.output)).get(name) == "0", r.output[-3000:]
+    assert vmrun.workload_status(r.output).get(name) == 0, r.output[-3000:]
     result_of(r, name)
 
 

@@ -22,9 +22,8 @@ def recorded(tmp_path_factory):
     2-core host, and replays of one log must not depend on each other
     either."""
     log = tmp_path_factory.mktemp("up") / "run.rr"
-    cmd = "; ".join("%s; echo WORKLOAD-STATUS %s $?" % (rrtest.vmrun.guest_command(w), w)
-                    for w in WORKLOADS)
-    rec = rrtest.record(log, cmd=cmd, timeout=900)
+    rec = rrtest.record(log, cmd=rrtest.vmrun.workloads_in_turn((w, ()) for w in WORKLOADS),
+                        timeout=900)
     return rec, rrtest.replay_many(log, 3, timeout=900)
 
 
@@ -36,7 +35,7 @@ def results_of(text, name):
 def test_record_once_replay_three_times(recorded, name):
     rec, replays = recorded
     want = results_of(rec.output, name)
-    assert want and "WORKLOAD-STATUS %s 0" % name in rec.output, rec.output[-3000:]
+    assert want and rrtest.vmrun.workload_status(rec.output).get(name) == 0, rec.output[-3000:]
     for rp in replays:
         assert results_of(rp.output, name) == want
         assert rp.checkpoints >= 1
