@@ -109,12 +109,84 @@ unsigned long rv_cold_used(void)
 void *rv_cold_alloc(unsigned long size, unsigned long align)
 {
 	struct rv_cache *c = rv_cache;
-	unsigned long off = ALIGN(cold_used, align);
+	struct rv_stage *s = &rv_stage[1];
+	unsigned long off = ALIGN(cold_used, max(align, 8UL));
+	u8 *p = c->base + off, *gap;
 
 	if (off + size > c->size)
 		return NULL;
+	/* past the window's end: the window stops before it (direct stores) */
+	if (p < s->hi && p + size > s->hi)
+		s->hi = p;
+	gap = max(c->base + cold_used, s->lo);
+	if (p > gap && gap < s->hi)		/* alignment padding, staged */
+		memset(rv_w(gap, 1), 0xcc, min(p, s->hi) - gap);
 	cold_used = off + size;
-	return c->base + off;
+	return p;
+}
+
+struct rv_stage rv_stage[RV_NSTAGE];
+/* a block's bytes (BLOCK_MAX_BYTES, translate.c) and its cold allocations */
+#define STAGE_BLOCK	9216
+#define STAGE_COLD	32768
+static u8 stage_block[STAGE_BLOCK], stage_cold[STAGE_COLD];
+static u64 stage_bypassed;
+
+void *rv_stage_overrun(u8 *p, unsigned int n)
+{
+	WARN_ONCE(1, RV_PR "emitted %u bytes at %px across a staging window\n", n, p);
+	return p;
+}
+
+/* stage the block at @blk (@len bytes reserved) and the cold arena's rest */
+void rv_stage_begin(u8 *blk, unsigned long len)
+{
+	struct rv_cache *c = rv_cache;
+	u8 *cold = c->base + ALIGN(cold_used, 8), *end = c->base + c->size;
+
+	BUG_ON(len > STAGE_BLOCK || ((unsigned long)blk & 7));
+	rv_stage[0] = (struct rv_stage){ blk, blk + len, stage_block };
+	if (cold < end)
+		rv_stage[1] = (struct rv_stage){ cold, min(cold + STAGE_COLD, end), stage_cold };
+}
+
+/*
+ * Copy a window's first @n bytes into the cache, 8 at a time (the tail
+ * padded with int3 like the fresh cache around it).  The cache there must
+ * still hold the 0xcc it was filled with: anything else is a store that
+ * went around rv_w(), which the copy would undo.
+ */
+static void stage_copy(struct rv_stage *s, unsigned long n)
+{
+	unsigned long i, m = ALIGN(n, 8);
+
+	for (i = 0; i < m; i += 8)
+		if (*(u64 *)(s->lo + i) != 0xccccccccccccccccULL) {
+			stage_bypassed++;
+			WARN_ONCE(1, RV_PR "code cache at %px written around its staging\n",
+				  s->lo + i);
+			break;
+		}
+	memset(s->buf + n, 0xcc, m - n);
+	for (i = 0; i < m; i += 8)
+		WRITE_ONCE(*(u64 *)(s->lo + i), *(u64 *)(s->buf + i));
+}
+
+/* the block ends at @blk_end: copy both windows into the cache, stage nothing */
+void rv_stage_commit(u8 *blk_end)
+{
+	struct rv_stage *b = &rv_stage[0], *s = &rv_stage[1];
+	u8 *cold_end = rv_cache->base + cold_used;
+
+	stage_copy(b, blk_end - b->lo);
+	if (s->lo && cold_end > s->lo)
+		stage_copy(s, min(cold_end, s->hi) - s->lo);
+	memset(rv_stage, 0, sizeof(rv_stage));
+}
+
+u64 rv_stage_bypassed(void)
+{
+	return stage_bypassed;
 }
 
 void rv_text_write(void *dst, const void *src, size_t len)

@@ -369,7 +369,7 @@ u8 *e_to_phys(struct rv_emit *e)
 		e_u8(e, 0x48); e_u8(e, 0x81); e_u8(e, 0xc1);	/* add $phys_base,%rcx */
 		e_u32(e, (u32)rv_cc.phys_base);
 	}
-	*j = (u8)(e->p - (j + 1));
+	*(u8 *)rv_w(j, 1) = (u8)(e->p - (j + 1));
 	return other;
 }
 
@@ -411,7 +411,7 @@ u8 *e_shadow_check(struct rv_emit *e, int size, bool write)
 static void fill(u8 *field, u8 *target)
 {
 	if (field)
-		*(s32 *)field = rv_rel32(field, (unsigned long)target);
+		e_fill32(field, (unsigned long)target);
 }
 
 /* a cold stub for @field (rel32) returning to @back; false if out of space */
@@ -485,13 +485,16 @@ void e_own_check(struct rv_emit *e, const struct rv_memop *op, bool check,
 /* the cold descriptor of an instrumented access */
 static struct rv_site *new_site(const struct rv_memop *op)
 {
-	struct rv_site *site = rv_cold_alloc(sizeof(*site), 8);
+	struct rv_site *site = rv_cold_alloc(sizeof(*site), 8), *w;
 
 	if (site) {
-		site->pc = op->pc;
-		site->size = op->size;
-		site->dir = op->dir;
-		site->string = op->string;
+		/* through rv_w: the descriptor is staged with the cold code */
+		w = rv_w(site, sizeof(*site));
+		memset(w, 0, sizeof(*w));
+		w->pc = op->pc;
+		w->size = op->size;
+		w->dir = op->dir;
+		w->string = op->string;
 	}
 	return site;
 }
@@ -682,7 +685,7 @@ static void crew_at(struct rv_emit *e, struct insn *insn, unsigned long pc)
 	e_gs_movq_imm(e, RV_GS(x_dest), 0);		/* movq $next,%gs:x_dest */
 	imm = e->p - 4;
 	e_jmp(e, rv_vtlb_flush_common);
-	*(u32 *)imm = (u32)(unsigned long)e->p;
+	*(u32 *)rv_w(imm, 4) = (u32)(unsigned long)e->p;
 	rv_cc.tlb_flush_sites++;
 }
 

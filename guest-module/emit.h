@@ -5,13 +5,63 @@
 #include <linux/string.h>
 
 struct rv_emit {
-	u8 *p;
+	u8 *p;		/* where the next byte will run (see rv_w) */
 };
 
-static inline void e_u8(struct rv_emit *e, u8 b) { *e->p++ = b; }
-static inline void e_u32(struct rv_emit *e, u32 v) { memcpy(e->p, &v, 4); e->p += 4; }
-static inline void e_u64(struct rv_emit *e, u64 v) { memcpy(e->p, &v, 8); e->p += 8; }
-static inline void e_bytes(struct rv_emit *e, const void *b, int n) { memcpy(e->p, b, n); e->p += n; }
+/*
+ * Staging.  Under TCG every guest store into a page QEMU has translated
+ * code from takes its self-modifying-code slow path (it locks the page and
+ * every page its blocks reach, and walks the blocks), and a block emitted
+ * a byte at a time next to blocks that already ran cost hundreds of them:
+ * ~20 % of a byte-CREW recording's host time went there.  So translate()
+ * emits a block, and the cold code and data it allocates, into scratch
+ * windows and copies each into the cache with 8-byte stores at the end
+ * (rv_stage_commit, cache.c).  e->p and every pointer into emitted code
+ * stay the addresses the code runs at; whatever writes or reads emitted
+ * bytes goes through rv_w(), which maps an address inside a window to its
+ * scratch copy and is the identity elsewhere (and when nothing is staged).
+ */
+struct rv_stage {
+	u8 *lo, *hi;	/* the cache addresses staged */
+	u8 *buf;	/* their scratch copy */
+};
+#define RV_NSTAGE 2	/* the block, the cold arena */
+extern struct rv_stage rv_stage[RV_NSTAGE];
+void *rv_stage_overrun(u8 *p, unsigned int n);
+
+static inline void *rv_w(void *at, unsigned int n)
+{
+	u8 *p = at;
+	int i;
+
+	for (i = 0; i < RV_NSTAGE; i++)
+		if (p >= rv_stage[i].lo && p < rv_stage[i].hi) {
+			if (unlikely(p + n > rv_stage[i].hi))
+				return rv_stage_overrun(p, n);
+			return rv_stage[i].buf + (p - rv_stage[i].lo);
+		}
+	return p;
+}
+
+static inline void e_u8(struct rv_emit *e, u8 b) { *(u8 *)rv_w(e->p, 1) = b; e->p++; }
+static inline void e_u32(struct rv_emit *e, u32 v) { memcpy(rv_w(e->p, 4), &v, 4); e->p += 4; }
+static inline void e_u64(struct rv_emit *e, u64 v) { memcpy(rv_w(e->p, 8), &v, 8); e->p += 8; }
+static inline void e_bytes(struct rv_emit *e, const void *b, int n) { memcpy(rv_w(e->p, n), b, n); e->p += n; }
+
+/* int3 up to an @a-byte boundary (never executed: padding before a stub) */
+static inline void e_align_cc(struct rv_emit *e, unsigned int a)
+{
+	while ((unsigned long)e->p & (a - 1))
+		e_u8(e, 0xcc);
+}
+
+/* store a rel32 at @field (emitted code) reaching @target */
+static inline void e_fill32(u8 *field, unsigned long target)
+{
+	s32 v = (s32)(target - ((unsigned long)field + 4));
+
+	memcpy(rv_w(field, 4), &v, 4);
+}
 
 static inline bool rv_fits32(long v) { return v == (long)(s32)v; }
 
@@ -82,8 +132,7 @@ static inline void e_call_scrub(struct rv_emit *e, unsigned long target)
 	static const u8 clr[] = { 0x48, 0xc7, 0x44, 0x24, 0xf8, 0, 0, 0, 0 };	/* movq $0,-8(%rsp) */
 
 	e_call(e, target);
-	memcpy(e->p, clr, sizeof(clr));
-	e->p += sizeof(clr);
+	e_bytes(e, clr, sizeof(clr));
 }
 
 /* push $imm32 (sign-extended: kernel text and module addresses fit) */

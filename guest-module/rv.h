@@ -67,6 +67,9 @@ extern struct rv_cache *rv_cache;
 int rv_cache_create(void);
 void rv_cache_destroy(bool leak);
 void *rv_cache_alloc(unsigned long size, unsigned long align);
+void rv_stage_begin(u8 *blk, unsigned long len);
+void rv_stage_commit(u8 *blk_end);
+u64 rv_stage_bypassed(void);
 unsigned long rv_cold_used(void);	/* byte mode's cold arena */
 /* fast-table index: low16(T + 8 * ((T >> 8) & 0xffff)), as ind_stub computes it */
 static inline unsigned int rv_ft_index(unsigned long t)

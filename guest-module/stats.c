@@ -33,6 +33,7 @@ static int rv_show(struct seq_file *m, void *v)
 	seq_printf(m, "native_exits %llu\n", S(native_exits));
 	seq_printf(m, "fallback_sites %llu\n", S(fallbacks));
 	seq_printf(m, "cache_full %llu\n", S(cache_full));
+	seq_printf(m, "stage_bypassed %llu\n", rv_stage_bypassed());
 	seq_printf(m, "exc_rip_fixups %llu\n", (u64)atomic64_read(&rv_fixups));
 	seq_printf(m, "exc_rip_unmapped %llu\n", (u64)atomic64_read(&rv_fixup_miss));
 	seq_printf(m, "kernel_iret_into_cache %llu\n", S(kret_enter));

@@ -243,7 +243,7 @@ static bool train_link(u8 *field, struct rv_trec *r, int kind, int reg, u8 *back
 	stub = train_cold_stub(r, kind, reg, back);
 	if (!stub)
 		return false;
-	*(s32 *)field = rv_rel32(field, (unsigned long)stub);
+	e_fill32(field, (unsigned long)stub);
 	return true;
 }
 

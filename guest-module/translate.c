@@ -154,20 +154,29 @@ static bool rip_relative(struct insn *insn)
 	       X86_MODRM_RM(modrm) == 5;
 }
 
+/* the reg field of the emitted modrm byte at @modrm := @reg */
+static void rv_set_reg(u8 *modrm, int reg)
+{
+	u8 *w = rv_w(modrm, 1);
+
+	*w = (*w & ~0x38) | (reg << 3);
+}
+
 /* copy @insn from @pc to e->p, fixing a RIP-relative displacement */
 static bool copy_insn(struct rv_emit *e, struct insn *insn, unsigned long pc)
 {
-	u8 *out = e->p;
+	u8 *out = e->p, *w = rv_w(out, insn->length);
 
-	memcpy(out, (void *)pc, insn->length);
+	memcpy(w, (void *)pc, insn->length);
 	if (rip_relative(insn)) {
 		int off = insn_offset_displacement(insn);
 		unsigned long tgt = pc + insn->length + insn->displacement.value;
 		long disp = (long)tgt - (long)((unsigned long)out + insn->length);
+		s32 d = (s32)disp;
 
 		if (!rv_fits32(disp))
 			return false;
-		*(s32 *)(out + off) = (s32)disp;
+		memcpy(w + off, &d, 4);
 	}
 	e->p += insn->length;
 	return true;
@@ -260,7 +269,7 @@ static void link_exit(struct rv_emit *e, struct exit *x, unsigned long pc0)
 		 * reads the slot as data, so it ends even where the patched
 		 * rel32 is not seen at once as code.
 		 */
-		e->p = PTR_ALIGN(e->p, 16);
+		e_align_cc(e, 16);
 		stub = e->p;
 		e_u8(e, 0xff); e_u8(e, 0x25); e_u32(e, 2);	/* jmp *slot(%rip) */
 		e_u8(e, 0xcc); e_u8(e, 0xcc);
@@ -270,23 +279,22 @@ static void link_exit(struct rv_emit *e, struct exit *x, unsigned long pc0)
 		dst = (unsigned long)stub;
 	} else if (rv_byte) {
 		/* no stack: the target and the field to patch in this CPU's slots */
-		e->p = PTR_ALIGN(e->p, 16);
+		e_align_cc(e, 16);
 		stub = e->p;
 		e_gs_movq_imm(e, RV_GS(x_target), (u32)x->target);
 		e_gs_movq_imm(e, RV_GS(x_field), (u32)(unsigned long)x->field);
 		e_jmp(e, rv_cache->chain_miss);
 		dst = (unsigned long)stub;
 	} else {
-		e->p = PTR_ALIGN(e->p, 16);
+		e_align_cc(e, 16);
 		stub = e->p;
 		e_push_imm(e, x->target);
 		e_call(e, rv_cache->chain_miss);
-		memset(e->p, 0xcc, 6);
-		e->p += 6;
+		e_bytes(e, "\xcc\xcc\xcc\xcc\xcc\xcc", 6);
 		e_u64(e, (u64)(unsigned long)x->field);
 		dst = (unsigned long)stub;
 	}
-	*(s32 *)x->field = rv_rel32(x->field, dst);
+	e_fill32(x->field, dst);
 }
 
 /*
@@ -308,7 +316,7 @@ static void emit_iret_byte(struct rv_emit *e, struct insn *insn, unsigned long p
 	e_bytes(e, st, sizeof(st));
 	e_u32(e, (u32)rv_cache->kret_fix);
 	e_u8(e, 0x58);					/* pop %rax */
-	*j = (u8)(e->p - (j + 1));
+	*(u8 *)rv_w(j, 1) = (u8)(e->p - (j + 1));
 	copy_insn(e, insn, pc);				/* 1: iretq */
 }
 
@@ -348,7 +356,8 @@ static struct rv_block *translate(unsigned long pc0)
 	start = rv_cache_alloc(BLOCK_MAX_BYTES + 8, 8);
 	if (!start)
 		return NULL;
-	*(u64 *)start = pc0;		/* header: native address (fast-table key) */
+	rv_stage_begin(start, BLOCK_MAX_BYTES + 8);
+	memcpy(rv_w(start, 8), &pc0, 8);	/* header: native address (fast-table key) */
 	start += 8;
 	b = &blocks[nblocks];
 	memset(b, 0, sizeof(*b));
@@ -470,7 +479,7 @@ static struct rv_block *translate(unsigned long pc0)
 						       insn.opcode.nbytes);
 					if (!copy_insn(&e, &insn, pc))
 						goto bad;
-					*modrm = (*modrm & ~0x38) | (6 << 3);
+					rv_set_reg(modrm, 6);
 					if (instr_mem)
 						rv_instrument_post(&e, &insn, pc);
 					if (reg == 2) {
@@ -498,12 +507,12 @@ static struct rv_block *translate(unsigned long pc0)
 						       insn.opcode.nbytes);
 					if (!copy_insn(&e, &insn, pc))
 						goto bad;
-					*modrm = (*modrm & ~0x38) | (6 << 3);
+					rv_set_reg(modrm, 6);
 					e_bytes(&e, mov, sizeof(mov));
 					imm = e.p;
 					e_u32(&e, 0);
 					e_jmp(&e, rv_cache->ind_stub);
-					*(u32 *)imm = (u32)(unsigned long)e.p;
+					*(u32 *)rv_w(imm, 4) = (u32)(unsigned long)e.p;
 					break;		/* the block goes on at cont */
 				}
 				if (reg == 2)
@@ -512,7 +521,7 @@ static struct rv_block *translate(unsigned long pc0)
 					       insn.opcode.nbytes);
 				if (!copy_insn(&e, &insn, pc))
 					goto bad;
-				*modrm = (*modrm & ~0x38) | (6 << 3);	/* -> push r/m */
+				rv_set_reg(modrm, 6);	/* -> push r/m */
 				e_jmp(&e, rv_cache->ind_stub);
 				done = true;
 				break;
@@ -528,7 +537,7 @@ static struct rv_block *translate(unsigned long pc0)
 				e_u8(&e, op0); e_u8(&e, 0x02);
 				e_u8(&e, 0xeb); k = e.p; e_u8(&e, 0);
 				jmp_exit(&e, x, &nx, tgt);
-				*k = (u8)(e.p - (k + 1));
+				*(u8 *)rv_w(k, 1) = (u8)(e.p - (k + 1));
 				jmp_exit(&e, x, &nx, next);
 				done = true;
 				break;
@@ -591,6 +600,7 @@ fallback:
 		link_exit(&e, &x[i], pc0);
 	b->cache_len = e.p - start;
 	BUG_ON(b->cache_len > BLOCK_MAX_BYTES);
+	rv_stage_commit(e.p);
 	/* give back the unused tail of the reservation */
 	rv_cache->used = (unsigned long)e.p - (unsigned long)rv_cache->base;
 

@@ -104,6 +104,7 @@ dmesg | grep replayvm
     # decoder: the kernel's own decoder accepts the whole text (linear sweep)
     assert st["selftest_insns"] > 1000000 and st["selftest_undecodable"] == 0, st
     assert st["active"] == 1 and st["blocks"] > 1000 and st["cache_full"] == 0, st
+    assert st["stage_bypassed"] == 0, st
     # read -n 1000 alone makes >= 2000 syscalls; all of them entered translated code
     assert st["entries_syscall"] > 5000, st
     assert st["entries_exception"] > 100, st
