@@ -65,8 +65,8 @@ find "$root" -exec touch -h -d @0 {} +
 cp "/boot/vmlinuz-$kver" "$out/vmlinuz"
 # vmlinux: the same kernel uncompressed, an ELF that QEMU boots through its
 # PVH entry.  Decompressing the XZ bzImage took 4.5 G instructions under
-# TCG, about half of every boot's time here.  vmlinuz stays for the nested
-# L2 guests and as the kernel's identity (trained lists).
+# TCG, about half of every boot's time here (nested L2 guests boot it too).
+# vmlinuz stays as the kernel's identity (trained lists).
 python3 - "$out/vmlinuz" "$out/vmlinux" <<'PY'
 import lzma, sys
 data = open(sys.argv[1], "rb").read()

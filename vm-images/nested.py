@@ -40,7 +40,7 @@ l2_argv() {  # VCPUS CMD: the L2 QEMU command line (without -rr)
 	enc=$(printf %s "$2" | base64 -w0)
 	echo /opt/nested/bin/qemu-system-x86_64 -L /usr/share/qemu -L /usr/share/seabios -M pc -m 256 \
 		-smp "$1" -display none -monitor none -serial stdio -no-reboot \
-		-kernel /opt/nested/image/vmlinuz -initrd /opt/nested/image/initramfs.cpio.gz \
+		-kernel "$L2_KERNEL" -initrd /opt/nested/image/initramfs.cpio.gz \
 		-append "\"$L2_APPEND rv.cmd=$enc\"" \
 		-accel kvm,kernel-irqchip=off -cpu host,kvm=off,-rdrand,-rdseed \
 		-drive file=/opt/nested/image/data.img,if=virtio,format=raw,snapshot=on -nic none
@@ -88,8 +88,11 @@ def l1_extra_cpio(tmp, script, kvm_dir=None, image=vmrun.IMAGE, qemu=vmrun.QEMU,
         shutil.copy(lib, dst)
     for fw in ("/usr/share/qemu", "/usr/share/seabios"):
         shutil.copytree(fw, os.path.join(stage, fw.lstrip("/")), symlinks=False)
-    for f in ("vmlinuz", "initramfs.cpio.gz", "data.img"):
-        shutil.copy(os.path.join(image, f), os.path.join(opt, "image"))
+    # L2 boots vmlinux through PVH as L1 does where the image has it: under
+    # TCG's SVM every L2 boot would otherwise decompress its kernel too
+    kernel = vmrun.kernel_file(image)
+    for f in (kernel, os.path.join(image, "initramfs.cpio.gz"), os.path.join(image, "data.img")):
+        shutil.copy(f, os.path.join(opt, "image"))
     kver = open(os.path.join(image, "KVER")).read().strip()
     for m in KVM_MODULES:
         name = os.path.basename(m)
@@ -101,7 +104,7 @@ def l1_extra_cpio(tmp, script, kvm_dir=None, image=vmrun.IMAGE, qemu=vmrun.QEMU,
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy(src, dst)
     with open(os.path.join(opt, "lib.sh"), "w") as f:
-        f.write(LIB_SH)
+        f.write("L2_KERNEL=/opt/nested/image/%s\n" % os.path.basename(kernel) + LIB_SH)
     with open(os.path.join(opt, "run.sh"), "w") as f:
         f.write(". /opt/nested/lib.sh\n" + script + "\n")
     out = os.path.join(tmp, "nested.cpio")
