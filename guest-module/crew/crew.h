@@ -137,7 +137,8 @@
 #define CREW_SEQ_BITS	56
 #define CREW_SEQ_MASK	((1ull << CREW_SEQ_BITS) - 1)
 
-enum crew_state { CREW_ACTIVE = 0, CREW_BLOCKED = 1, CREW_FINISHED = 2 };
+/* CREW_HOST_BLOCKED: written by the host only (rvg_abi.h), read as blocked */
+enum crew_state { CREW_ACTIVE = 0, CREW_BLOCKED = 1, CREW_FINISHED = 2, CREW_HOST_BLOCKED = 3 };
 
 enum crew_tso {
 	CREW_TSO_MEMBARRIER = 0,	/* plain release, remote fence + 1 change */

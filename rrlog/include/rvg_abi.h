@@ -148,6 +148,9 @@ struct rvg_desc {
 #define RVG_STATE_ACTIVE	0
 #define RVG_STATE_BLOCKED	1
 #define RVG_STATE_FINISHED	2
+#define RVG_STATE_HOST_BLOCKED	3	/* record: the host's (user mode, halted,
+					 * waiting outside the guest); the host
+					 * moves only ACTIVE <-> HOST_BLOCKED */
 
 /*
  * Rings: struct crew_ring_shared of the CREW core (head, tail, nr, then
