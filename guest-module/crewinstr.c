@@ -369,7 +369,7 @@ u8 *e_to_phys(struct rv_emit *e)
 		e_u8(e, 0x48); e_u8(e, 0x81); e_u8(e, 0xc1);	/* add $phys_base,%rcx */
 		e_u32(e, (u32)rv_cc.phys_base);
 	}
-	*(u8 *)rv_w(j, 1) = (u8)(e->p - (j + 1));
+	e_fill8(j, e->p);
 	return other;
 }
 

@@ -63,6 +63,12 @@ static inline void e_fill32(u8 *field, unsigned long target)
 	memcpy(rv_w(field, 4), &v, 4);
 }
 
+/* store a rel8 at @field (emitted code) reaching @target (a short forward jump) */
+static inline void e_fill8(u8 *field, const u8 *target)
+{
+	*(u8 *)rv_w(field, 1) = (u8)(target - (field + 1));
+}
+
 static inline bool rv_fits32(long v) { return v == (long)(s32)v; }
 
 /* rel32 from the end of a 4-byte field at @field to @target */

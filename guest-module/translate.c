@@ -316,7 +316,7 @@ static void emit_iret_byte(struct rv_emit *e, struct insn *insn, unsigned long p
 	e_bytes(e, st, sizeof(st));
 	e_u32(e, (u32)rv_cache->kret_fix);
 	e_u8(e, 0x58);					/* pop %rax */
-	*(u8 *)rv_w(j, 1) = (u8)(e->p - (j + 1));
+	e_fill8(j, e->p);
 	copy_insn(e, insn, pc);				/* 1: iretq */
 }
 
@@ -537,7 +537,7 @@ static struct rv_block *translate(unsigned long pc0)
 				e_u8(&e, op0); e_u8(&e, 0x02);
 				e_u8(&e, 0xeb); k = e.p; e_u8(&e, 0);
 				jmp_exit(&e, x, &nx, tgt);
-				*(u8 *)rv_w(k, 1) = (u8)(e.p - (k + 1));
+				e_fill8(k, e.p);
 				jmp_exit(&e, x, &nx, next);
 				done = true;
 				break;
