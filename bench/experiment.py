@@ -240,9 +240,12 @@ def run_rep(works, vcpus, rep, timeout, byte_ok, verbose, tmp, keep=None):
     return out
 
 
-def rows_from(names, vcpus, reps_data, byte_ok):
+def rows_from(names, vcpus, reps_data, byte_ok, stamps=()):
     """Rows of @names from the reps' results (run_rep), medians over the
-    reps; log statistics from the last rep that has them."""
+    reps; log statistics from the last rep that has them.  @stamps: each
+    rep's provenance (when it was measured, from which tree); a row's
+    "measured" spans them and its "tree" names them (reps taken from the
+    journal may come from earlier runs)."""
     rows = {}
     for n in names:
         times = {v: [] for v in VARIANTS}
@@ -260,6 +263,11 @@ def rows_from(names, vcpus, reps_data, byte_ok):
         row = {"workload": n, "vcpus": vcpus, "reps": len(reps_data), "failures": " ".join(sorted(fails)),
                "not_available": "" if byte_ok else "byte-record byte-replay"}
         row.update(provenance())
+        if stamps:
+            when = [st["measured"] for st in stamps]
+            first, last = min(when), max(when)
+            row["measured"] = first if first == last else "%s to %s" % (first, last)
+            row["tree"] = "+".join(dict.fromkeys(st["tree"] for st in stamps))
         med = {v: statistics.median(t) if t else None for v, t in times.items()}
         for v in VARIANTS:
             row["%s_s" % v] = med[v]
@@ -274,8 +282,8 @@ def rows_from(names, vcpus, reps_data, byte_ok):
 
 def journal_reps(path, vcpus, names):
     """Reps of @names at @vcpus in the journal @path that this run's QEMU
-    and image made, each as run_rep returned it, cut to @names (only reps
-    that ran all of them)."""
+    and image made, each as (its provenance, what run_rep returned),
+    cut to @names (only reps that ran all of them)."""
     if not path or not os.path.exists(path):
         return []
     qemu = qemu_build()
@@ -287,9 +295,10 @@ def journal_reps(path, vcpus, names):
                 if (j["vcpus"] != vcpus or j["qemu"] != qemu or j["image"] != RUN["image"] or
                         not set(names) <= set(j["workloads"])):
                     continue
-                out.append({v: {"times": {n: t for n, t in d["times"].items() if n in names},
-                                "stats": {n: st for n, st in d["stats"].items() if n in names}}
-                            for v, d in j["result"].items()})
+                out.append(({"measured": j["measured"], "tree": j["tree"]},
+                            {v: {"times": {n: t for n, t in d["times"].items() if n in names},
+                                 "stats": {n: st for n, st in d["stats"].items() if n in names}}
+                             for v, d in j["result"].items()}))
             except (ValueError, KeyError, TypeError, AttributeError) as e:
                 print("experiment: %s line %d ignored: %s" % (path, i, e), file=sys.stderr)
     return out
@@ -311,12 +320,13 @@ def measure(works, vcpus, reps, timeout, byte_ok, verbose, journal=None):
         for rep in range(len(done), reps):
             rd = run_rep(works, vcpus, rep, timeout * len(works), byte_ok, verbose, tmp,
                          os.path.dirname(journal) if journal else None)
-            done.append(rd)
+            stamp = provenance()
+            done.append((stamp, rd))
             if journal:
                 with open(journal, "a") as f:
-                    f.write(json.dumps(dict(provenance(), vcpus=vcpus, workloads=names, rep=rep,
+                    f.write(json.dumps(dict(stamp, vcpus=vcpus, workloads=names, rep=rep,
                                             result=rd)) + "\n")
-    return rows_from(names, vcpus, done, byte_ok)
+    return rows_from(names, vcpus, [rd for _, rd in done], byte_ok, [st for st, _ in done])
 
 
 def cell(row, v):
@@ -356,7 +366,8 @@ def markdown(rows, machine):
         groups.setdefault((r.get("qemu") or "?", r.get("tree") or "?", r.get("image") or "?"),
                           []).append(r)
     for (q, t, im), rs in groups.items():
-        when = sorted(r.get("measured") or "?" for r in rs)
+        # a row's "measured" is a time, or "FIRST to LAST" over its reps
+        when = sorted(w for r in rs for w in (r.get("measured") or "?").split(" to "))
         out.append("- %s (%s to %s): QEMU %s, tree %s, image %s" % (
             ", ".join("%s/%d" % (r["workload"], r["vcpus"]) for r in rs), when[0], when[-1], q, t, im))
     out += ["", "(too short): the timed span was under %.1f s, where how fast the console "

@@ -4,10 +4,13 @@ vCPU count with every variant timed (or marked not available, with the
 reason), the ratios follow from the times, the markdown table and the three
 PNG plots exist.  Timings are not asserted."""
 import csv
+import json
 import os
 import struct
 import subprocess
 import sys
+
+import pytest
 
 import vmrun
 
@@ -183,6 +186,26 @@ def test_a_stopped_run_resumes_from_its_finished_reps(tmp_path, monkeypatch):
     calls.clear()
     experiment.measure(works, 4, 1, 60, True, False, journal)
     assert calls == [0]
+
+
+def test_a_row_made_of_reps_from_several_runs_says_when_each_was_measured(tmp_path, monkeypatch):
+    """Reps reused from the journal keep their own time and tree: the row
+    spans them, and so does the report's provenance line."""
+    monkeypatch.setattr(experiment, "run_rep", lambda *a, **k: pytest.fail("nothing to run"))
+    monkeypatch.setattr(experiment, "RUN", {"tree": "t", "image": "img1"})
+    monkeypatch.setattr(experiment, "qemu_build", lambda: "q1")
+    journal = tmp_path / "reps.jsonl"
+    with open(journal, "w") as f:
+        for rep, (when, tree) in enumerate([("2026-11-29 08:52 UTC", "t0"), ("2026-11-29 10:33 UTC", "t1")]):
+            rd = {v: {"times": {"read": 2.0 + rep}, "stats": {}} for v in experiment.VARIANTS}
+            f.write(json.dumps({"measured": when, "qemu": "q1", "tree": tree, "image": "img1",
+                                "vcpus": 4, "workloads": ["read"], "rep": rep, "result": rd}) + "\n")
+    rows = experiment.measure([("read", ("read -n 9", "read -n 1"))], 4, 2, 60, True, False, str(journal))
+    r = rows["read"]
+    assert r["reps"] == 2 and r["measured"] == "2026-11-29 08:52 UTC to 2026-11-29 10:33 UTC", r
+    md = experiment.markdown([r], {"date": "x"})
+    assert r["tree"] == "t0+t1", r
+    assert "- read/4 (2026-11-29 08:52 UTC to 2026-11-29 10:33 UTC): QEMU q1, tree t0+t1, image img1" in md, md
 
 
 def test_a_failed_replay_keeps_its_log_and_report(tmp_path, monkeypatch):
