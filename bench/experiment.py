@@ -494,9 +494,11 @@ def machine_info():
     except OSError:
         pass
     now = provenance()
-    return {"date": now["measured"], "host": platform.node(), "cpus": os.cpu_count(), "cpu": model,
+    # the run that wrote the report: with --resume its rows may have been
+    # measured by earlier runs ("Rows measured" says when and from which tree)
+    return {"report made": now["measured"], "host": platform.node(), "cpus": os.cpu_count(), "cpu": model,
             "load": "%.1f" % os.getloadavg()[0], "accel": "TCG (MTTCG)",
-            "qemu": now["qemu"], "tree": now["tree"]}
+            "qemu": now["qemu"], "report tree": now["tree"]}
 
 
 def main():

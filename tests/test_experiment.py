@@ -203,7 +203,7 @@ def test_a_row_made_of_reps_from_several_runs_says_when_each_was_measured(tmp_pa
     rows = experiment.measure([("read", ("read -n 9", "read -n 1"))], 4, 2, 60, True, False, str(journal))
     r = rows["read"]
     assert r["reps"] == 2 and r["measured"] == "2026-11-29 08:52 UTC to 2026-11-29 10:33 UTC", r
-    md = experiment.markdown([r], {"date": "x"})
+    md = experiment.markdown([r], {"report made": "x"})
     assert r["tree"] == "t0+t1", r
     assert "- read/4 (2026-11-29 08:52 UTC to 2026-11-29 10:33 UTC): QEMU q1, tree t0+t1, image img1" in md, md
 
