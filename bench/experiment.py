@@ -83,7 +83,7 @@ WORKLOADS = {
     "forkwait": ("forkwait -n 1000", "forkwait -n 20"),
     "http": ("http -n 1000 -c 10", "http -n 50 -c 10"),
 }
-QUICK_WORKLOADS = {"read": ("read -n 5000", "read -n 100")}
+QUICK_WORKLOADS = {"read": ("read -n 2000", "read -n 100")}
 # spans shorter than this are dominated by how fast console lines arrive
 TOO_SHORT_S = 0.5
 VARIANTS = ["plain", "dbt", "page-record", "page-replay", "byte-record", "byte-replay"]
