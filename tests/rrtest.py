@@ -40,9 +40,15 @@ def replay(log, timeout=600, expect_ok=True):
 def replay_many(log, n, timeout=600):
     """n replays of one log at the same time (uniprocessor logs: each
     replay keeps one host core busy); their Replay results in order."""
+    return replay_each([log] * n, timeout)
+
+
+def replay_each(logs, timeout=600, expect_ok=True):
+    """One replay of each log, all at the same time; their Replay results
+    in order."""
     from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(n) as pool:
-        return list(pool.map(lambda _: replay(log, timeout), range(n)))
+    with ThreadPoolExecutor(len(logs)) as pool:
+        return list(pool.map(lambda log: replay(log, timeout, expect_ok), logs))
 
 
 def results(text):

@@ -207,9 +207,7 @@ def test_replay_checks_every_transfer_site(tmp_path):
         subprocess.run([rrtest.REPLAY_VM, "edit", str(log), str(bad[i]), "--event", ev.group(1),
                         opt, hex(val)], check=True)
     # both replays at once: each is mostly a boot and the module's switch
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(2) as pool:
-        replays = list(pool.map(lambda p: rrtest.replay(p, timeout=600, expect_ok=False), bad))
+    replays = rrtest.replay_each(bad, timeout=600, expect_ok=False)
     for (ev, _, _), rp in zip(edits, replays):
         assert rp.status != 0
         assert "DIVERGENCE at event #%s (vcpu %s): byte CREW: the replay left the " \
