@@ -257,7 +257,7 @@ int cmd_crew_stats(int argc, char **argv)
 	}
 	uint64_t n = 0, n_page = 0, n_byte = 0, writes = 0, cls[3] = { 0 };
 	uint64_t no_range = 0, end_ns = 0, cp_ns = 0, events = 0;
-	uint64_t byte_marks = 0, switch_ns = 0;
+	uint64_t byte_marks = 0, page_takes = 0, switch_ns = 0;
 	uint64_t by_vcpu[MAX_VCPUS] = { 0 }, other_vcpu = 0;
 	int s, ret = EXIT_OK;
 	const Rr__Event *ev;
@@ -289,9 +289,17 @@ int cmd_crew_stats(int argc, char **argv)
 		if (ev->body_case != RR__EVENT__BODY_CREW_TRANSFER)
 			continue;
 		const Rr__CrewTransfer *c = ev->crew_transfer;
-		if (c->granularity != RR__CREW_TRANSFER__GRANULARITY__PAGE &&
-		    !c->n_prev_owners) {
-			byte_marks += in;	/* "no transfer before this seq": not one */
+		if (!c->n_prev_owners) {
+			/*
+			 * Byte CREW: "no transfer before this seq".  Page CREW
+			 * under KVM: a take from nobody (a sole reader's
+			 * upgrade), logged so that replay changes rights only
+			 * through the log.  Neither moves memory between vCPUs.
+			 */
+			if (c->granularity == RR__CREW_TRANSFER__GRANULARITY__PAGE)
+				page_takes += in;
+			else
+				byte_marks += in;
 			continue;
 		}
 		if (in) {
@@ -324,7 +332,7 @@ int cmd_crew_stats(int argc, char **argv)
 		if (!have) {
 			k = C_UNKNOWN;
 		} else {
-			int overlap = 0, unknown = c->n_prev_owners == 0;
+			int overlap = 0, unknown = 0;
 			for (size_t i = 0; i < c->n_prev_owners; i++) {
 				uint32_t v = c->prev_owners[i]->vcpu;
 				uint32_t rg = v < nv ? p->range[v] : NO_RANGE;
@@ -380,7 +388,8 @@ int cmd_crew_stats(int argc, char **argv)
 			       dur, dur > 0 ? n / dur : 0.0);
 		else
 			printf(",\"duration_s\":null,\"transfers_per_s\":null");
-		printf(",\"byte_marks\":%" PRIu64, byte_marks);
+		printf(",\"byte_marks\":%" PRIu64 ",\"page_takes\":%" PRIu64,
+		       byte_marks, page_takes);
 		if (switch_ns && dur_src && dur > switch_ns / 1e9)
 			printf(",\"byte_switch_s\":%.6f,\"byte_transfers_per_s\":%.3f",
 			       switch_ns / 1e9, n_byte / (dur - switch_ns / 1e9));
@@ -424,6 +433,10 @@ int cmd_crew_stats(int argc, char **argv)
 		putchar('\n');
 		printf("transfers:        %" PRIu64 " (%" PRIu64 " page, %" PRIu64
 		       " byte)\n", n, n_page, n_byte);
+		if (page_takes)
+			printf("takes:            %" PRIu64 " page(s) taken from "
+			       "nobody (logged under KVM), not counted above\n",
+			       page_takes);
 		if (switch_ns && dur_src && dur > switch_ns / 1e9)
 			printf("byte CREW:        from %.3f s on (the guest module's "
 			       "switch), %.0f byte transfers/s\n", switch_ns / 1e9,

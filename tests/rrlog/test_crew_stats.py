@@ -104,12 +104,18 @@ def test_text_report(crew_log, tmp_path):
     assert "0x10000" in out.split("top 4 pages")[1]
 
 
-def test_vcpu_beyond_header_and_no_owners(crew_log, tmp_path):
-    # header says 2 vCPUs: ranges of vCPU 5 are not kept, so it is unknown as owner
+def test_vcpu_beyond_header_and_takes_from_nobody(crew_log, tmp_path):
+    # header says 2 vCPUs: ranges of vCPU 5 are not kept, so it is unknown as owner;
+    # a page transfer without previous owners is a take from nobody (logged under
+    # KVM), which moves nothing between vCPUs: counted apart, not as a transfer
     spec = "t 5 0x1000 4 w 0\nt 0 0x1000 4 w 5\nt 1 0x1000 4 w -\n"
     s = stats(build(crew_log, tmp_path, spec, vcpus=2))
-    assert (s["true_sharing"], s["false_sharing"], s["unknown"]) == (0, 0, 3)
+    assert (s["true_sharing"], s["false_sharing"], s["unknown"]) == (0, 0, 2)
+    assert (s["transfers"], s["page_takes"], s["byte_marks"]) == (2, 1, 0)
     assert s["duration_s"] is None and s["false_sharing_share"] is None
+    p = subprocess.run([TOOL, "crew-stats", str(tmp_path / "crew.rr")],
+                       capture_output=True, text=True, timeout=60)
+    assert "takes:            1 page(s) taken from nobody" in p.stdout, p.stdout
 
 
 def test_older_logs_are_unknown(tmp_path):
