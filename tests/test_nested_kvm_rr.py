@@ -173,8 +173,8 @@ def test_nested_kvm_smp_page_crew_recording_replays(nested_run):
     sync (0046), woke a halted AP for a stale SIPI (0047), zeroed the AP's
     MTRRs at the replayed INIT (0049) and hashed "halted" differently at a
     HLT exit (0050); 0048 made the nested walks hardware-like.  Since then
-    it reached REPLAY OK with the last checkpoint matching in 3 of 4 runs,
-    but one (a clean-clone make test) stalled at event 27,009 of its log,
+    it reached REPLAY OK with the last checkpoint matching in 2 of 3 runs
+    on 0050, but one (a clean-clone make test) stalled at event 27,009,
     cause not found, so REPLAY OK is not asserted: the verdict must be
     REPLAY OK with the checkpoint matched, or a report naming the
     positions after Linux's INIT of the AP, not a hang."""
