@@ -203,3 +203,51 @@ def test_nested_kvm_smp_page_crew_recording_replays(nested_run):
         detail = "\n".join(lines(out, "NRR: smp rep detail: "))
         assert ("vcpu 0 at (" in detail and "vcpu 1 at (" in detail) or \
             ("expected at" in detail and "found at" in detail), out
+
+
+# --- every kernel-intensive workload at 1 vCPU (bench/nested_kvm_workloads.py)
+
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import nested_kvm_workloads as nkw  # noqa: E402
+
+FULL = os.environ.get("REPLAYVM_FULL") == "1"
+
+NB_SAMPLE = """NB plain:ipc:0 41.69 0 RESULT,ipc,messages=2000,checksum=1d
+NB record:ipc:0 52.44 0 RESULT,ipc,messages=2000,checksum=1d
+NBE record:ipc:0 74199 8400761
+NB replay:ipc:0 47.82 0 RESULT,ipc,messages=2000,checksum=1d
+NBV replay:ipc:0 REPLAY OK: 74199 events replayed, 1 checkpoints matched
+NB plain:read:0 20.0 0 RESULT,read,checksum=ef
+NB record:read:0 30.0 0 RESULT,read,checksum=ef
+NB replay:read:0 30.0 0 RESULT,read,checksum=00
+NBV replay:read:0 REPLAY OK: 7 events replayed
+"""
+
+
+def test_nested_workload_bench_judges_rows():
+    """The bench passes a row only when record and replay print the same
+    RESULT and the replay says REPLAY OK; a missing run is a failure."""
+    ipc, read, forkwait = nkw.parse(NB_SAMPLE, ["ipc", "read", "forkwait"], 1, 1)
+    assert ipc["ok"] == 1 and ipc["failures"] == "" and ipc["events"] == "74199", ipc
+    assert ipc["record_over_plain"] == "1.26", ipc
+    assert read["ok"] == 0 and "RESULT record" in read["failures"], read
+    assert forkwait["ok"] == 0 and "L1 ended early" in forkwait["failures"], forkwait
+    bad = NB_SAMPLE.replace("NBV replay:ipc:0 REPLAY OK: 74199 events replayed, 1 checkpoints "
+                            "matched", "NBV replay:ipc:0 DIVERGENCE at event #17")
+    assert "DIVERGENCE at event #17" in nkw.parse(bad, ["ipc"], 1, 1)[0]["failures"]
+
+
+@pytest.mark.skipif(not FULL, reason="REPLAYVM_FULL=1 / make test-full (~15 min)")
+def test_nested_kvm_every_kernel_workload_replays_at_one_vcpu():
+    """Issue 10, 1 vCPU: read, readdir, ipc, socket, forkwait, http and
+    racy_kernel, each recorded under nested KVM through the patched kvm-amd
+    and replayed to REPLAY OK with the recording's RESULT line."""
+    wls = list(nkw.WORKLOADS)
+    subprocess.run([os.path.join(REPO, "kvm-patches", "build.sh"), KVM_DIR], check=True)
+    r = nested.run(nkw.script(wls, 1, 1, 400), l1_vcpus=1, l1_mem=2048,
+                   timeout=300 + len(wls) * 3 * 400, kvm_dir=KVM_DIR)
+    assert "NB done" in r.output, r.console[-3000:]
+    rows = nkw.parse(r.output, wls, 1, 1)
+    assert [x["workload"] for x in rows if x["ok"] != 1] == [], rows
