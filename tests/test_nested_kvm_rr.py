@@ -251,3 +251,37 @@ def test_nested_kvm_every_kernel_workload_replays_at_one_vcpu():
     assert "NB done" in r.output, r.console[-3000:]
     rows = nkw.parse(r.output, wls, 1, 1)
     assert [x["workload"] for x in rows if x["ok"] != 1] == [], rows
+
+
+@pytest.mark.skipif(not FULL, reason="REPLAYVM_FULL=1 / make test-full (~10 min)")
+def test_nested_kvm_racy_kernel_two_vcpus_replays_with_timescale():
+    """Issue 10, page CREW through the patched kvm-amd: racy_kernel on a
+    2-vCPU L2 (lost records and arrival orders depend on the schedule),
+    recorded with the guest's clocks 10 times slower (qemu 0051: without
+    it the tick's page transfers take all of the nested guest's time and
+    the boot never reaches the workload) and replayed to REPLAY OK with
+    the recording's RESULT line."""
+    subprocess.run([os.path.join(REPO, "kvm-patches", "build.sh"), KVM_DIR], check=True)
+    r = nested.run(nkw.script(["racy_kernel"], 2, 1, 900, 10), l1_vcpus=1, l1_mem=2048,
+                   timeout=300 + 3 * 900, kvm_dir=KVM_DIR)
+    assert "NB done" in r.output, r.console[-3000:]
+    row = nkw.parse(r.output, ["racy_kernel"], 2, 1)[0]
+    assert row["ok"] == 1, row
+
+
+def test_timescale_option_is_refused_where_it_cannot_hold(tmp_path):
+    """-rr timescale=N (qemu 0051) slows a KVM recording's clocks: a replay
+    takes its time from the log, and under TCG the guest's TSC follows the
+    host's cycle counter, so both refuse it, as they do a bad factor."""
+    log = str(tmp_path / "t.rr")
+    base = [vmrun.QEMU, "-L", "/usr/share/qemu", "-L", "/usr/share/seabios", "-M", "pc",
+            "-display", "none", "-nic", "none", "-accel", "tcg"]
+    cases = [("replay,log=%s,timescale=3" % log, "timescale is a record option"),
+             ("record,log=%s,timescale=0" % log, "timescale wants 1 to 1000, not '0'"),
+             ("record,log=%s,timescale=1001" % log, "timescale wants 1 to 1000"),
+             ("record,log=%s,timescale=4" % log, "-rr timescale is for the KVM backend")]
+    for rr, msg in cases:
+        p = subprocess.run(base + ["-rr", rr], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=60)
+        out = p.stdout.decode(errors="replace")
+        assert p.returncode != 0 and msg in out, (rr, out)
