@@ -108,6 +108,12 @@ def test_qemu_copy_of_the_kvm_abi_header_is_identical(tmp_path):
         open(os.path.join(REPO, "kvm-patches", "rrvm-kvm.h")).read()
 
 
+def build_patched_kvm():
+    """kvm.ko and kvm-amd.ko from kvm-patches/ in KVM_DIR (cached by build.sh)."""
+    subprocess.run([os.path.join(REPO, "kvm-patches", "build.sh"), KVM_DIR], check=True)
+    return KVM_DIR
+
+
 def lines(out, tag):
     return [l[len(tag):] for l in out.splitlines() if l.startswith(tag)]
 
@@ -119,8 +125,7 @@ import pytest  # noqa: E402
 def nested_run():
     kvm_dir = os.environ.get("RRVM_KVM_DIR")
     if not kvm_dir:
-        subprocess.run([os.path.join(REPO, "kvm-patches", "build.sh"), KVM_DIR], check=True)
-        kvm_dir = KVM_DIR
+        kvm_dir = build_patched_kvm()
     extra = {"/opt/nested/kvm-rr/kvm.ko": os.path.join(kvm_dir, "kvm.ko"),
              "/opt/nested/kvm-rr/kvm-amd.ko": os.path.join(kvm_dir, "kvm-amd.ko")}
     r = nested.run(SCRIPT, l1_vcpus=1, l1_mem=2048, timeout=900, extra_files=extra)
@@ -245,7 +250,7 @@ def test_nested_kvm_every_kernel_workload_replays_at_one_vcpu():
     racy_kernel, each recorded under nested KVM through the patched kvm-amd
     and replayed to REPLAY OK with the recording's RESULT line."""
     wls = list(nkw.WORKLOADS)
-    subprocess.run([os.path.join(REPO, "kvm-patches", "build.sh"), KVM_DIR], check=True)
+    build_patched_kvm()
     r = nested.run(nkw.script(wls, 1, 1, 400), l1_vcpus=1, l1_mem=2048,
                    timeout=300 + len(wls) * 3 * 400, kvm_dir=KVM_DIR)
     assert "NB done" in r.output, r.console[-3000:]
@@ -261,7 +266,7 @@ def test_nested_kvm_racy_kernel_two_vcpus_replays_with_timescale():
     it the tick's page transfers take all of the nested guest's time and
     the boot never reaches the workload) and replayed to REPLAY OK with
     the recording's RESULT line."""
-    subprocess.run([os.path.join(REPO, "kvm-patches", "build.sh"), KVM_DIR], check=True)
+    build_patched_kvm()
     r = nested.run(nkw.script(["racy_kernel"], 2, 1, 900, 10), l1_vcpus=1, l1_mem=2048,
                    timeout=300 + 3 * 900, kvm_dir=KVM_DIR)
     assert "NB done" in r.output, r.console[-3000:]
