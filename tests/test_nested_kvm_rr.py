@@ -265,13 +265,57 @@ def test_nested_kvm_racy_kernel_two_vcpus_replays_with_timescale():
     recorded with the guest's clocks 10 times slower (qemu 0051: without
     it the tick's page transfers take all of the nested guest's time and
     the boot never reaches the workload) and replayed to REPLAY OK with
-    the recording's RESULT line."""
+    the recording's RESULT line.  Known to fail now and then: 3 of 21
+    such recordings stopped logging in a guest livelock that the degraded
+    timing mode creates (zap_pte_range waiting for a reschedule IPI that
+    waits for a deterministic exit; README "Known limits")."""
     build_patched_kvm()
     r = nested.run(nkw.script(["racy_kernel"], 2, 1, 900, 10), l1_vcpus=1, l1_mem=2048,
                    timeout=300 + 3 * 900, kvm_dir=KVM_DIR)
     assert "NB done" in r.output, r.console[-3000:]
     row = nkw.parse(r.output, ["racy_kernel"], 2, 1)[0]
     assert row["ok"] == 1, row
+
+
+# one vCPU spins in user mode: its timer interrupt waits for a deterministic
+# exit it never takes, and the other vCPU's next page transfer from it waits
+# for it forever
+SPIN_SCRIPT = r'''
+kvm_load
+L2_APPEND="$L2_APPEND tsc_early_khz=2000000 lpj=4000000"
+export RRVM_STALL_SECONDS=20
+( eval "exec $(l2_argv 2 'sh -c "while :; do :; done" & sleep 30; echo SPIN-DONE')" -rr record,log=/tmp/spin.rr,timescale=10 ) > /tmp/spin.out 2>&1 &
+qp=$!
+t=0
+while [ $t -lt 500 ] && kill -0 $qp 2>/dev/null && ! grep -q "has logged no event" /tmp/spin.out; do
+	sleep 5; t=$((t + 5))
+done
+sleep 2
+kill -9 $qp 2>/dev/null
+wait $qp
+grep -a -e "replay-vm:" -e "SPIN-DONE" /tmp/spin.out | sed "s/^/NSP: /"
+echo "NSP: done"
+'''
+
+
+@pytest.mark.skipif(not FULL, reason="REPLAYVM_FULL=1 / make test-full (~6 min)")
+def test_a_recording_that_stops_logging_says_where_each_vcpu_is():
+    """qemu 0052: a 2-vCPU recording under the degraded timing mode in which
+    one vCPU spins in user mode (no exit of any kind) stops logging once
+    the other needs a page from it; after RRVM_STALL_SECONDS QEMU says
+    which vCPU is in the guest with a stop requested, which one waits to
+    hold it, and that the waiting one holds the world lock."""
+    build_patched_kvm()
+    r = nested.run(SPIN_SCRIPT, l1_vcpus=1, l1_mem=2048, timeout=900, kvm_dir=KVM_DIR)
+    out = r.output
+    assert "NSP: done" in out, r.console[-3000:]
+    assert "SPIN-DONE" not in out, out
+    m = re.search(r"NSP: replay-vm: +vcpu (\d): in the guest; last deterministic exit #\d+ "
+                  r"at rip 0x[0-9a-f]+ rcx 0x[0-9a-f]+; a stop is requested", out)
+    h = re.search(r"NSP: replay-vm: +vcpu (\d): waits to hold \(for a deterministic point "
+                  r"of\) vcpu (\d);", out)
+    assert m and h and h.group(2) == m.group(1) != h.group(1), out
+    assert "the world lock is held by vcpu %s" % h.group(1) in out, out
 
 
 def test_timescale_option_is_refused_where_it_cannot_hold(tmp_path):
