@@ -316,6 +316,7 @@ def test_a_recording_that_stops_logging_says_where_each_vcpu_is():
                   r"of\) vcpu (\d);", out)
     assert m and h and h.group(2) == m.group(1) != h.group(1), out
     assert "the world lock is held by vcpu %s" % h.group(1) in out, out
+    assert "has taken no deterministic exit since: without a PMU" in out, out
 
 
 def test_timescale_option_is_refused_where_it_cannot_hold(tmp_path):
