@@ -42,6 +42,7 @@ WORKLOAD = "/opt/rv/bin/ipc -n 50 | tail -1"
 
 SCRIPT = r'''
 kvm_load
+since() { awk -v a=$1 -v b=$(cut -d' ' -f1 /proc/uptime) 'BEGIN{print b-a}'; }
 L2_APPEND="$L2_APPEND tsc_early_khz=2000000"
 W="%(workload)s"
 eval "timeout -s KILL 30 $(l2_argv 1 true) -rr record,log=/tmp/stock.rr" > /tmp/stock.out 2>&1
@@ -50,12 +51,12 @@ rmmod kvm_amd && rmmod kvm || echo "NRR: rmmod failed"
 insmod /opt/nested/kvm-rr/kvm.ko && insmod /opt/nested/kvm-rr/kvm-amd.ko || echo "NRR: insmod failed"
 s=$(cut -d' ' -f1 /proc/uptime)
 eval "timeout -s KILL 150 $(l2_argv 1 "$W") -rr record,log=/tmp/run.rr" > /tmp/rec.out 2>&1
-echo "NRR: record status $? after $(awk -v a=$s -v b=$(cut -d' ' -f1 /proc/uptime) 'BEGIN{print b-a}') s"
+echo "NRR: record status $? after $(since $s) s"
 grep -a -e "^RESULT" -e "replay-vm" /tmp/rec.out | sed "s/^/NRR: rec: /"
 /opt/nested/bin/replay-vm info /tmp/run.rr 2>&1 | grep -e "^events" -e "time_read" | sed "s/^/NRR: info: /"
 s=$(cut -d' ' -f1 /proc/uptime)
 eval "timeout -s KILL 400 $(l2_argv 1 "$W") -rr replay,log=/tmp/run.rr" > /tmp/rep.out 2>&1
-echo "NRR: replay status $? after $(awk -v a=$s -v b=$(cut -d' ' -f1 /proc/uptime) 'BEGIN{print b-a}') s"
+echo "NRR: replay status $? after $(since $s) s"
 grep -a -e "^RESULT" -e "replay-vm" -e "expected at" -e "found at" /tmp/rep.out | sed "s/^/NRR: rep: /"
 L2_APPEND="$L2_APPEND lpj=4000000"
 ( eval "exec $(l2_argv 2 "$W") -rr record,log=/tmp/smp.rr" ) > /tmp/smprec.out 2>&1 &

@@ -19,6 +19,7 @@ import subprocess
 import time
 
 import pytest
+import ramdiff
 import rrtest
 import vmrun
 
@@ -42,9 +43,7 @@ def smp_rec(tmp_path_factory):
     # number on each replay (README, "Known limits").
     rrtest.record(log, vcpus=2, timeout=600, initrd=initrd,
                   cmd="(/opt/user/repstos 30000000 & /opt/rv/bin/read -n 1000; wait) | tail -2")
-    nm = subprocess.run(["nm", str(exe)], stdout=subprocess.PIPE, check=True).stdout.decode()
-    syms = {name: int(addr, 16) for addr, _, name in (l.split() for l in nm.splitlines() if l.count(" ") == 2)}
-    return log, syms
+    return log, {name: addr for addr, name in ramdiff.load_syms(str(exe))}
 
 
 @pytest.fixture(scope="module")
