@@ -186,11 +186,13 @@ def test_nested_kvm_smp_page_crew_recording_replays(nested_run):
     sync (0046), woke a halted AP for a stale SIPI (0047), zeroed the AP's
     MTRRs at the replayed INIT (0049) and hashed "halted" differently at a
     HLT exit (0050); 0048 made the nested walks hardware-like.  Since then
-    it reached REPLAY OK with the last checkpoint matching in 2 of 3 runs
-    on 0050, but one (a clean-clone make test) stalled at event 27,009,
-    cause not found, so REPLAY OK is not asserted: the verdict must be
-    REPLAY OK with the checkpoint matched, or a report naming the
-    positions after Linux's INIT of the AP, not a hang."""
+    it reached REPLAY OK with the last checkpoint matching in most runs,
+    but some were reported stalled (event 27,009 of a clean-clone make
+    test, then 3 of 5 runs and 1 of 4).  The one traced had matched the
+    whole log, final checkpoint included, but the last vCPU at that
+    checkpoint did not see the End record, which the reader had not
+    reached yet, and both ran on past the end (qemu 0057 reads on to it;
+    5 of 5 REPLAY OK since, so REPLAY OK is asserted)."""
     out = nested_run
     # recorded until 10 s after Linux's INIT of the AP is in the log (how
     # long the boot takes to get there depends on the host's load)
@@ -205,17 +207,10 @@ def test_nested_kvm_smp_page_crew_recording_replays(nested_run):
     m = re.search(r"NRR: smp transfers (\d+) by ap (\d+)", out)
     assert m and int(m.group(1)) > 100 and int(m.group(2)) > 10, out
     rep = lines(out, "NRR: smp rep: ")
-    assert rep, out
-    if rep[0].startswith("REPLAY OK"):
-        assert re.search(r"REPLAY OK: \d+ events replayed, 1 checkpoints matched; the recording "
-                         r"was stopped", out), out
-    else:
-        m = re.match(r"DIVERGENCE at event #(\d+)", rep[0])
-        assert m and int(m.group(1)) > inits[-1], out
-        # a stall names where each vCPU is; a mismatch, both positions
-        detail = "\n".join(lines(out, "NRR: smp rep detail: "))
-        assert ("vcpu 0 at (" in detail and "vcpu 1 at (" in detail) or \
-            ("expected at" in detail and "found at" in detail), out
+    assert rep and re.match(r"REPLAY OK: \d+ events$", rep[0]), out
+    assert re.search(r"NRR: smp rep detail: replay-vm: REPLAY OK: \d+ events replayed, "
+                     r"1 checkpoints matched; the recording was stopped", out), out
+    assert "NRR: smp replay status 0" in out, out
 
 
 # --- every kernel-intensive workload at 1 vCPU (bench/nested_kvm_workloads.py)
