@@ -248,7 +248,9 @@ size_t rr_event_encode(const Rr__Event *ev, uint8_t *out)
 	case RR__EVENT__BODY_END: {
 		const Rr__End *m = ev->end;
 		size_t rl = m->reason ? strlen(m->reason) : 0;
-		if (m->untrained_shared || m->n_untrained_pcs)
+		if (m->untrained_shared || m->n_untrained_pcs ||
+		    m->user_parallel || m->user_parallel_as ||
+		    m->user_parallel_vcpus || m->user_parallel_pc)
 			return 0;	/* once per log: protobuf-c's job */
 		p = put_bool(s, 1, m->clean);
 		if (rl) {

@@ -208,11 +208,40 @@ static void end_untrained(void)
 	rr__event__free_unpacked(dec, NULL);
 }
 
+/* The same for the user-space summary (End.user_parallel*). */
+static void end_user_parallel(void)
+{
+	rr_event_buf b;
+	Rr__Event *ev = rr_ev_end(&b, RR_VCPU_NONE, NULL, 1, "the VM shut down", 7, 9);
+	uint8_t buf[256], out[256];
+	Rr__Event *dec = NULL;
+	size_t len;
+
+	ev->end->user_parallel = 31;
+	ev->end->user_parallel_as = 0x12345000;
+	ev->end->user_parallel_vcpus = 0x5;
+	ev->end->user_parallel_pc = 0x401000;
+	CHECK(rr_event_encode(ev, out) == 0, "end+user: fast encoder took it");
+	len = rr__event__get_packed_size(ev);
+	CHECK(len < sizeof(buf), "end+user: %zu bytes", len);
+	rr__event__pack(ev, buf);
+	CHECK(rr_event_decode_fast(buf, len, &sys_alloc, &dec) == RR_DEC_FALLBACK,
+	      "end+user: fast decoder did not fall back");
+	dec = rr__event__unpack(NULL, len, buf);
+	CHECK(dec && dec->end && dec->end->user_parallel == 31 &&
+	      dec->end->user_parallel_as == 0x12345000 &&
+	      dec->end->user_parallel_vcpus == 0x5 &&
+	      dec->end->user_parallel_pc == 0x401000 && dec->end->n_events == 7,
+	      "end+user: protobuf-c did not read it back");
+	rr__event__free_unpacked(dec, NULL);
+}
+
 int main(void)
 {
 	sys_alloc.alloc = sys_a;
 	sys_alloc.free = sys_f;
 	synth_streams();
+	end_user_parallel();
 	random_events();
 	fallbacks();
 	end_untrained();
