@@ -107,6 +107,7 @@ int cmd_info(int argc, char **argv)
 	uint32_t max_vcpu = 0;
 	int have_end = 0, s, ret = EXIT_OK;
 	uint64_t untrained = 0, upcs[8];
+	uint64_t user_par = 0, user_as = 0, user_vcpus = 0, user_pc = 0;
 	size_t n_upcs = 0;
 	const Rr__Event *ev;
 	rr_error err = { 0 };
@@ -147,6 +148,10 @@ int cmd_info(int argc, char **argv)
 			n_upcs = ev->end->n_untrained_pcs;
 			for (size_t i = 0; i < n_upcs && i < 8; i++)
 				upcs[i] = ev->end->untrained_pcs[i];
+			user_par = ev->end->user_parallel;
+			user_as = ev->end->user_parallel_as;
+			user_vcpus = ev->end->user_parallel_vcpus;
+			user_pc = ev->end->user_parallel_pc;
 			break;
 		default:
 			break;
@@ -239,6 +244,13 @@ int cmd_info(int argc, char **argv)
 			printf(" 0x%" PRIx64, upcs[i]);
 		printf("%s\n", n_upcs > 8 ? " ..." : "");
 	}
+	if (user_par)
+		printf("user space: NOT share-nothing: threads of one process "
+		       "(cr3 0x%" PRIx64 ") ran user code on vCPUs (mask 0x%"
+		       PRIx64 ") at once, %" PRIu64 " time(s), first at pc 0x%"
+		       PRIx64 " (byte CREW does not order user memory: the "
+		       "replay diverges if their shared data raced)\n",
+		       user_as, user_vcpus, user_par, user_pc);
 	free(by_vcpu);
 	rr_reader_close(r);
 	return ret;

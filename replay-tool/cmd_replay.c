@@ -199,25 +199,44 @@ static void name_report_addrs(const char *kernel)
 }
 
 /*
- * End.untrained_shared of a recording made with a trained list: accesses
- * by instructions the list missed (qemu-patches 0021).  0 when no End.
+ * What the End record says about the recording's own reliability:
+ * accesses by instructions a trained list missed (qemu-patches 0021), and
+ * threads of one process that ran user code at once although byte CREW
+ * took user space to share nothing (0058).  All 0 when there is no End.
  */
-static uint64_t untrained_of(rr_reader *r, int64_t total, uint64_t *first_pc)
+struct end_notes {
+	uint64_t untrained, untrained_pc;
+	uint64_t user_parallel, user_as, user_vcpus, user_pc;
+};
+
+static void end_notes_of(rr_reader *r, int64_t total, struct end_notes *n)
 {
 	const Rr__Event *ev = NULL;
 	rr_error err;
-	uint64_t n = 0;
 
-	*first_pc = 0;
+	memset(n, 0, sizeof(*n));
 	if (total <= 0 || rr_reader_seek(r, (uint64_t)total - 1, &err) < 0 ||
-	    rr_reader_next_ref(r, &ev, &err) <= 0 || !ev)
-		return 0;
-	if (ev->body_case == RR__EVENT__BODY_END && ev->end) {
-		n = ev->end->untrained_shared;
-		if (ev->end->n_untrained_pcs)
-			*first_pc = ev->end->untrained_pcs[0];
-	}
-	return n;
+	    rr_reader_next_ref(r, &ev, &err) <= 0 || !ev ||
+	    ev->body_case != RR__EVENT__BODY_END || !ev->end)
+		return;
+	n->untrained = ev->end->untrained_shared;
+	if (ev->end->n_untrained_pcs)
+		n->untrained_pc = ev->end->untrained_pcs[0];
+	n->user_parallel = ev->end->user_parallel;
+	n->user_as = ev->end->user_parallel_as;
+	n->user_vcpus = ev->end->user_parallel_vcpus;
+	n->user_pc = ev->end->user_parallel_pc;
+}
+
+static void say_user_parallel(const struct end_notes *n)
+{
+	fprintf(stderr, "replay-vm: note: this byte-CREW recording's user space "
+		"was not share-nothing: threads of one process (cr3 0x%" PRIx64
+		") ran user code on vCPUs (mask 0x%" PRIx64 ") at once, %" PRIu64
+		" time(s), first at pc 0x%" PRIx64 "; byte CREW does not order "
+		"user memory, so the replay diverges if their shared data "
+		"raced (record such programs with crew=page)\n",
+		n->user_as, n->user_vcpus, n->user_parallel, n->user_pc);
 }
 
 int cmd_replay(int argc, char **argv)
@@ -245,7 +264,7 @@ int cmd_replay(int argc, char **argv)
 	char **qargv;
 	int errp[2], matched;
 	int64_t total;
-	uint64_t untrained, untrained_pc;
+	struct end_notes notes;
 	struct progress pg;
 	FILE *errf;
 
@@ -298,7 +317,9 @@ int cmd_replay(int argc, char **argv)
 			err.msg, (unsigned long long)err.offset);
 		return 2;
 	}
-	untrained = untrained_of(r, total, &untrained_pc);
+	end_notes_of(r, total, &notes);
+	if (notes.user_parallel)
+		say_user_parallel(&notes);
 	if (until != UINT64_MAX && until >= (uint64_t)total) {
 		fprintf(stderr, "replay-vm: --until %" PRIu64 ": %s has only "
 			"%" PRId64 " events (0 to %" PRId64 ")\n", until, log,
@@ -396,13 +417,15 @@ int cmd_replay(int argc, char **argv)
 		name_report_addrs(kernel_path);
 		fprintf(stderr, "replay-vm: the replay DIVERGED from the "
 			"recording (report above)\n");
-		if (untrained)
+		if (notes.untrained)
 			fprintf(stderr, "replay-vm: note: the recording had %"
 				PRIu64 " access(es) by untrained instructions "
 				"to shared bytes (first at pc 0x%" PRIx64 "), "
 				"whose sites release without a fence: retrain "
 				"(vm-images/train run) so the list covers them\n",
-				untrained, untrained_pc);
+				notes.untrained, notes.untrained_pc);
+		if (notes.user_parallel)
+			say_user_parallel(&notes);
 		return EXIT_DIVERGED;
 	case 2:
 		return 2;
