@@ -24,6 +24,7 @@ def record_byte(log, vcpus, **kw):
     info = subprocess.run([rrtest.REPLAY_VM, "info", str(log)], capture_output=True,
                           text=True, check=True).stdout
     assert "crew mode          byte" in info, info
+    rec.info = info
     return rec
 
 
@@ -89,6 +90,35 @@ def test_vcpus_outnumbering_host_cores_wait_in_the_host(tmp_path):
     assert rrtest.results(rp.output) == want, rp.stderr[-3000:]
     assert host_waits(rec.console) > 0, rec.console[-3000:]
     assert host_waits(rp.stderr) > 0, rp.stderr[-3000:]
+    # processes, no threads: user space shared nothing (QEMU 0058)
+    assert "NOT share-nothing" not in rec.info, rec.info
+
+
+USER_PARALLEL = re.compile(r"user space: NOT share-nothing: threads of one process "
+                           r"\(cr3 0x([0-9a-f]+)\) ran user code on vCPUs \(mask 0x([0-9a-f]+)\) "
+                           r"at once, (\d+) time\(s\), first at pc 0x([0-9a-f]+)")
+
+
+def test_threads_running_at_once_are_said(tmp_path):
+    """Byte CREW orders kernel memory only: user space must share nothing.
+    Two threads of one process racing on a counter in user mode on two
+    vCPUs break that, and such a recording replays only by luck (a replay
+    of this one diverged here 38 s in, at a user-mode position).  The recording says so at
+    its end and in its End record (QEMU 0058), `replay-vm info` shows it
+    and a replay says it before it starts.  The processes of racy_kernel
+    (test above) are not counted."""
+    log = tmp_path / "run.rr"
+    rec = record_byte(log, 2, workload="racy_counter", args=["-t", "2", "-n", "2000000"])
+    m = USER_PARALLEL.search(rec.info)
+    assert m, rec.info[-2000:]
+    assert int(m.group(2), 16) == 0x3 and int(m.group(3)) >= 1, m.group(0)
+    # the pc is in the workload (a static binary linked at 0x400000)
+    assert 0x400000 <= int(m.group(4), 16) < 0x800000, m.group(0)
+    assert "user space was not share-nothing: vCPUs 0 and 1 ran user code" in rec.console, \
+        rec.console[-2000:]
+    rp = subprocess.run([rrtest.REPLAY_VM, "--log", str(log), "--until", "1000", "--no-progress"],
+                        capture_output=True, text=True, timeout=300)
+    assert "recording's user space was not share-nothing" in rp.stderr, rp.stderr[-2000:]
 
 
 def test_dense_checkpoints_replay_identically(tmp_path, monkeypatch):
