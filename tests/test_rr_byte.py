@@ -114,8 +114,9 @@ def test_threads_running_at_once_are_said(tmp_path):
     assert int(m.group(2), 16) == 0x3 and int(m.group(3)) >= 1, m.group(0)
     # the pc is in the workload (a static binary linked at 0x400000)
     assert 0x400000 <= int(m.group(4), 16) < 0x800000, m.group(0)
-    assert "user space was not share-nothing: vCPUs 0 and 1 ran user code" in rec.console, \
-        rec.console[-2000:]
+    # what vm-images/run (and so `replay-vm record`) repeats as its warning
+    said = rrtest.vmrun.USER_SHARED.search(rec.console)
+    assert said and "vCPUs 0 and 1 ran user code" in said.group(0), rec.console[-2000:]
     rp = subprocess.run([rrtest.REPLAY_VM, "--log", str(log), "--until", "1000", "--no-progress"],
                         capture_output=True, text=True, timeout=300)
     assert "recording's user space was not share-nothing" in rp.stderr, rp.stderr[-2000:]
@@ -166,9 +167,15 @@ def test_a_replay_behind_its_reading_of_the_log_is_not_stalled(tmp_path, monkeyp
 @pytest.mark.parametrize("vcpus", [2, 4])
 @full_only
 def test_workload_replays(tmp_path, name, vcpus):
+    """Each Table 4.1 workload recorded once and replayed three times.
+    http's server and load generator run threads, so its user space is not
+    share-nothing (QEMU 0058 says so): those replays hold only while its
+    threads' shared user data (a mutex, counters) did not race."""
     log = tmp_path / "run.rr"
-    want = rrtest.results(record_byte(log, vcpus, workload=name).output)
+    rec = record_byte(log, vcpus, workload=name)
+    want = rrtest.results(rec.output)
     assert want
+    assert ("NOT share-nothing" in rec.info) == (name == "http"), rec.info[-1500:]
     for _ in range(3):
         rp = rrtest.replay(log, timeout=900)
         assert rrtest.results(rp.output) == want, rp.stderr[-3000:]

@@ -64,6 +64,8 @@ class Result:
 
 # QEMU 0021's warning at the end of a recording made with a trained list
 UNTRAINED_END = re.compile(r"replay-vm: byte CREW: (\d+) access\(es\) by instructions not in the trained list[^\n]*")
+# QEMU 0058: threads of one process ran user code at once under byte CREW
+USER_SHARED = re.compile(r"replay-vm: byte CREW: user space was not share-nothing[^\n]*")
 
 
 class MarkClock:
