@@ -45,7 +45,11 @@ static void print_header(const Rr__Header *h)
 	printf("  ram                %" PRIu64 " MB\n", h->ram_mb);
 	printf("  accel              %s\n", h->accel && *h->accel ? h->accel : "?");
 	printf("  crew mode          %s\n", crew_name(h->crew_mode));
-	if (h->crew_mode == 2)	/* what a byte-mode recording assumes */
+	if (h->crew_mode == 2 && h->user_page_crew)
+		printf("  user memory        page CREW for user addresses "
+		       "(byte CREW orders the kernel's memory from the switch "
+		       "on)\n");
+	else if (h->crew_mode == 2)	/* what a byte-mode recording assumes */
 		printf("  user memory        share-nothing (byte CREW orders "
 		       "kernel memory from the switch on)\n");
 	if (h->qemu_version && *h->qemu_version)
@@ -249,7 +253,8 @@ int cmd_info(int argc, char **argv)
 		       "(cr3 0x%" PRIx64 ") ran user code on vCPUs (mask 0x%"
 		       PRIx64 ") at once, %" PRIu64 " time(s), first at pc 0x%"
 		       PRIx64 " (byte CREW does not order user memory: the "
-		       "replay diverges if their shared data raced)\n",
+		       "replay diverges if their shared data raced; record them with --crew "
+		       "byte+user)\n",
 		       user_as, user_vcpus, user_par, user_pc);
 	free(by_vcpu);
 	rr_reader_close(r);

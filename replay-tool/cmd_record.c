@@ -16,7 +16,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: replay-vm record --log run.rr [--vcpus N] [--crew page|byte]\n"
+"usage: replay-vm record --log run.rr [--vcpus N] [--crew page|byte|byte+user]\n"
 "                        (--workload NAME | --binary FILE | --cmd 'CMD')\n"
 "                        [--mem MiB] [--timeout S] [--serial-log FILE]\n"
 "                        [-- ARGS for the workload or binary]\n"
@@ -27,7 +27,9 @@ static void usage(FILE *f)
 "than one vCPU, shared memory is ordered by page-granular CREW (--crew page,\n"
 "the default) or, with --crew byte, by the guest module's byte-granular CREW\n"
 "for kernel memory (user space must then share nothing between threads: one\n"
-"process per thread of work).  The command's output is printed; the exit\n"
+"process per thread of work), or with --crew byte+user by byte CREW for the\n"
+"kernel's memory and page CREW for every access to a user address (threaded\n"
+"programs).  The command's output is printed; the exit\n"
 "status is the command's\n"
 "(124 timeout, 125 no status from the guest, 126 setup problem).\n"
 "\n"

@@ -235,7 +235,7 @@ static void say_user_parallel(const struct end_notes *n)
 		") ran user code on vCPUs (mask 0x%" PRIx64 ") at once, %" PRIu64
 		" time(s), first at pc 0x%" PRIx64 "; byte CREW does not order "
 		"user memory, so the replay diverges if their shared data "
-		"raced (record such programs with crew=page)\n",
+		"raced (record such programs with --crew byte+user or page)\n",
 		n->user_as, n->user_vcpus, n->user_parallel, n->user_pc);
 }
 

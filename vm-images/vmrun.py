@@ -380,7 +380,9 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         **kw):
     """record=PATH: record the run into PATH (replay it with `replay-vm --log PATH`);
     crew: the CREW mode of a multi-vCPU recording: "page", or "byte" (the guest
-    module's byte-granular CREW: see byte_crew_args), or "train" (no
+    module's byte-granular CREW: see byte_crew_args; user space must share
+    nothing), or "byte+user" (byte CREW, and page CREW for every access to
+    a user address: QEMU's user=page), or "train" (no
     recording: the module's training mode, vm-images/training.py).
     trained=LIST (crew="byte"): record with a trained list (training.py): the
     guest gets it as the fw_cfg file opt/replayvm/trained and instruments only
@@ -416,9 +418,12 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
         if accel != "tcg":
             raise SetupError("recording runs under TCG (the KVM backend is not built yet)")
         rr = "record,log=%s" % os.path.abspath(record)
-        if crew:
+        if crew == "byte+user":
+            # byte CREW for the kernel's memory, page CREW for user addresses
+            rr += ",crew=byte,user=page"
+        elif crew:
             rr += ",crew=%s" % crew
-        if crew == "byte":
+        if crew in ("byte", "byte+user"):
             byte_crew_args(kw, params=(["trained=1"] if trained else []) +
                            (["untrained_report=1"] if untrained_report else []))
         kw["extra"] = list(kw.get("extra", ())) + ["-rr", rr]
@@ -472,7 +477,7 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
             console += "vmrun: timed out after %d s; where the vCPUs were:\n%s" % (timeout, hung)
         elif status is None:
             status = EXIT_NO_RESULT
-        if crew in ("byte", "train") and "replayvm.ko failed to load" in console:
+        if crew in ("byte", "byte+user", "train") and "replayvm.ko failed to load" in console:
             # the VM ran on under page CREW: not the recording that was asked for
             console += "vmrun: crew=%s, but the guest module did not load (see above)\n" % crew
             status = EXIT_SETUP
