@@ -19,8 +19,10 @@ FULL = os.environ.get("REPLAYVM_FULL") == "1"
 full_only = pytest.mark.skipif(not FULL, reason="REPLAYVM_FULL=1 / make test-full")
 
 
-def record_byte(log, vcpus, **kw):
-    rec = rrtest.record(log, vcpus=vcpus, crew="byte", timeout=900, **kw)
+def record_byte(log, vcpus, crew_user=False, **kw):
+    """crew_user: byte+user (page CREW for user addresses, QEMU 0059)."""
+    rec = rrtest.record(log, vcpus=vcpus, crew="byte+user" if crew_user else "byte",
+                        timeout=900, **kw)
     info = subprocess.run([rrtest.REPLAY_VM, "info", str(log)], capture_output=True,
                           text=True, check=True).stdout
     assert "crew mode          byte" in info, info
@@ -159,6 +161,41 @@ def test_a_replay_behind_its_reading_of_the_log_is_not_stalled(tmp_path, monkeyp
     want = rrtest.results(record_byte(log, 1, workload="socket", args=["-n", "5000"]).output)
     assert want
     monkeypatch.setenv("RRVM_STALL_SECONDS", "30")   # boot has gaps of seconds
+    rp = rrtest.replay(log, timeout=900)
+    assert rrtest.results(rp.output) == want, rp.stderr[-3000:]
+
+
+def kernel_takes(log):
+    """Page transfers whose acquirer is kernel code at a take position
+    (QEMU 0059: rcx = 0x1000 + takes since the det point)."""
+    out = subprocess.run([rrtest.REPLAY_VM, "dump", str(log)], capture_output=True, text=True,
+                         check=True).stdout
+    n = 0
+    for line in out.splitlines():
+        if "crew_transfer page" not in line:
+            continue
+        m = re.search(r" @br=\d+,rip=0xffff[0-9a-f]+,rcx=(\d+),", line)
+        n += bool(m and 0x1000 <= int(m.group(1)) < 0x1800)
+    return n
+
+
+def test_threads_replay_with_user_page_crew(tmp_path):
+    """crew=byte+user (QEMU 0059): byte CREW for the kernel's memory and
+    page CREW for every access to a user address, by user code or by the
+    kernel's user copies.  The threads of racy_counter race on a counter
+    and an array in user memory (their result depends on the interleaving)
+    and meet in the kernel through futexes and set_child_tid: the
+    recording must order both, so its replay reproduces the result, and
+    QEMU must not call such a recording not share-nothing.  Without user
+    page CREW the same recording diverged (the test above)."""
+    log = tmp_path / "run.rr"
+    rec = record_byte(log, 2, crew_user=True, workload="racy_counter",
+                      args=["-t", "2", "-n", "2000000"])
+    want = rrtest.results(rec.output)
+    assert len(want) == 1, rec.output
+    assert "page CREW for user addresses" in rec.info, rec.info
+    assert "NOT share-nothing" not in rec.info, rec.info
+    assert kernel_takes(log) > 0
     rp = rrtest.replay(log, timeout=900)
     assert rrtest.results(rp.output) == want, rp.stderr[-3000:]
 
