@@ -143,7 +143,9 @@ def test_dense_checkpoints_replay_identically(tmp_path, monkeypatch):
     assert want
     rp = rrtest.replay(log, timeout=900)
     assert rrtest.results(rp.output) == want, rp.stderr[-3000:]
-    assert rp.checkpoints >= 20, rp.stderr[-2000:]
+    # 8-12 s of byte CREW here: 16-24 checkpoints, where the 2 s default
+    # makes at most 6 (20 failed one clean-clone run on an idle host)
+    assert rp.checkpoints >= 12, rp.stderr[-2000:]
 
 
 @full_only
