@@ -27,9 +27,10 @@ def record(log, vcpus=1, timeout=400, **kw):
     return r
 
 
-def replay(log, timeout=600, expect_ok=True):
+def replay(log, timeout=600, expect_ok=True, env=None):
     p = subprocess.run([REPLAY_VM, "--log", str(log), "--timeout", str(timeout)],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout + 30)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout + 30,
+                       env=dict(os.environ, **env) if env else None)
     rp = Replay(p)
     if expect_ok:
         assert rp.status == 0 and rp.events, "replay failed (%d):\n%s\n%s" % (

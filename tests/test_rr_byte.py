@@ -292,6 +292,27 @@ def test_replay_checks_every_transfer_site(tmp_path):
         # replay-vm names the kernel function of each address in the report
         assert re.search(r"^  %s [a-z_0-9.]+\+0x[0-9a-f]+$" % ev.group(3), rp.stderr, re.M), \
             rp.stderr[-3000:]
+    # --until at a transfer: its vCPU holds at that access, a vCPU waiting
+    # in the module for a held one holds where it waits, the same accesses
+    # on every replay (before QEMU 0061 the vCPUs ran past the point, one
+    # then waited for a held one and the stall watchdog ended the replay)
+    n = int(b.group(1))
+    held = [until_seqs(log, n) for log in (log, log)]
+    assert held[0] == held[1], held
+    assert len(held[0]) == 2, held
+
+
+UNTIL_POS = re.compile(r"^replay-vm:   vcpu (\d+) at \(.*detpoints=(\d+) crew_seq=(\d+)\)$", re.M)
+
+
+def until_seqs(log, n):
+    """Replay to --until n; each vCPU's det points and byte-CREW seq there
+    (its rip may be anywhere in a wait loop)."""
+    p = subprocess.run([rrtest.REPLAY_VM, "--log", str(log), "--until", str(n), "--timeout", "600"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=660)
+    err = p.stderr.decode()
+    assert p.returncode == 0 and "STOPPED before event #%d as asked" % n in err, err[-3000:]
+    return UNTIL_POS.findall(err)
 
 
 # one vCPU faults in kernel copies to fresh user pages all the time (dd

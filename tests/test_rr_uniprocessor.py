@@ -74,9 +74,18 @@ def test_altered_read_address_diverges_at_that_event(tmp_path):
     bad = tmp_path / "bad.rr"
     subprocess.run([rrtest.REPLAY_VM, "edit", str(log), str(bad), "--event", str(n), "--addr", "0x2fd"],
                    check=True)
-    rp = rrtest.replay(bad, expect_ok=False)
+    dump = tmp_path / "dump"
+    dump.mkdir()
+    rp = rrtest.replay(bad, expect_ok=False, env={"RRVM_RAMDUMP": str(dump)})
     assert rp.status == 3, rp.stderr[-2000:]
     assert "DIVERGENCE at event #%d " % n in rp.stderr, rp.stderr[-2000:]
+    # the replay's RAM and registers where it diverged, for a debugger
+    assert "at the divergence: %s/replay-diverged.{ram,regs}" % dump in rp.stderr
+    ram = (dump / "replay-diverged.ram").read_bytes()
+    assert len(ram) == 512 << 20          # vmrun.qemu_argv's default -m
+    assert b"Linux version" in ram
+    regs = (dump / "replay-diverged.regs").read_text()
+    assert regs.startswith("vcpu 0\n") and "RIP=" in regs, regs[:500]
 
 
 def test_altered_interrupt_vector_diverges(tmp_path):
