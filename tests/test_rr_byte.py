@@ -181,6 +181,15 @@ def kernel_takes(log):
     return n
 
 
+def table_marks(log):
+    """Page transfers that made a page a page table: a user walk's first
+    read of it (QEMU 0062, logged with len 0)."""
+    out = subprocess.run([rrtest.REPLAY_VM, "dump", str(log)], capture_output=True, text=True,
+                         check=True).stdout
+    return sum(1 for line in out.splitlines()
+               if "crew_transfer page " in line and " len=0 " in line)
+
+
 def test_threads_replay_with_user_page_crew(tmp_path):
     """crew=byte+user (QEMU 0059): byte CREW for the kernel's memory and
     page CREW for every access to a user address, by user code or by the
@@ -189,15 +198,20 @@ def test_threads_replay_with_user_page_crew(tmp_path):
     and meet in the kernel through futexes and set_child_tid: the
     recording must order both, so its replay reproduces the result, and
     QEMU must not call such a recording not share-nothing.  Without user
-    page CREW the same recording diverged (the test above)."""
+    page CREW the same recording diverged (the test above).  Then both
+    threads write into each page of a fresh mapping in the same order
+    (-f): one faults on a page whose entry the other is filling in, so
+    the walks must be ordered with the kernel's writes to the tables
+    (QEMU 0062; before it 2 of 2 replays of that phase diverged)."""
     log = tmp_path / "run.rr"
     rec = record_byte(log, 2, crew_user=True, workload="racy_counter",
-                      args=["-t", "2", "-n", "2000000"])
+                      args=["-t", "2", "-n", "2000000", "-f", "20000"])
     want = rrtest.results(rec.output)
     assert len(want) == 1, rec.output
     assert "page CREW for user addresses" in rec.info, rec.info
     assert "NOT share-nothing" not in rec.info, rec.info
     assert kernel_takes(log) > 0
+    assert table_marks(log) > 0
     rp = rrtest.replay(log, timeout=900)
     assert rrtest.results(rp.output) == want, rp.stderr[-3000:]
 
