@@ -5,6 +5,7 @@ different result than its recording, is a failure.
 
     bench/stress_byte.py --rounds 50 --vcpus 2 [--workload racy_kernel] [--out DIR]
     bench/stress_byte.py --table41 --rounds 5 --replays 3 --vcpus 2
+    bench/stress_byte.py --crew byte+user --workload http --vcpus 4 --rounds 6
 
 --table41 records the experiment's VM run instead: the six Table 4.1
 workloads in turn, each after its warm-up (bench/experiment.py); a round
@@ -37,6 +38,8 @@ def main():
     ap.add_argument("--vcpus", type=int, default=2)
     ap.add_argument("--workload", default="racy_kernel")
     ap.add_argument("--replays", type=int, default=1, help="replays of each recording")
+    ap.add_argument("--crew", default="byte", choices=["byte", "byte+user"],
+                    help="byte+user: page CREW for user addresses too (QEMU 0059/0062)")
     ap.add_argument("--table41", action="store_true",
                     help="the six Table 4.1 workloads in one VM run (bench/experiment.py)")
     ap.add_argument("--out", default="/tmp/rv-stress-byte")
@@ -53,7 +56,7 @@ def main():
     for i in range(a.rounds):
         log = os.path.join(a.out, "round-%03d.rr" % i)
         t = time.time()
-        rec = rrtest.vmrun.run(vcpus=a.vcpus, accel="tcg", record=log, crew="byte", **run_kw)
+        rec = rrtest.vmrun.run(vcpus=a.vcpus, accel="tcg", record=log, crew=a.crew, **run_kw)
         want = marks(rec.output) if a.table41 else rrtest.results(rec.output)
         verdict = "ok"
         native = [l.strip() for l in rec.console.splitlines() if "runs kernel text natively" in l]
@@ -78,8 +81,8 @@ def main():
         print("round %3d: %s (%.0f s)" % (i + 1, verdict, time.time() - t), flush=True)
         if ok:
             os.remove(log)
-    print("%s x%d at %d vCPUs: %d of %d rounds failed, %d distinct results, %.0f s" % (
-        a.workload, a.rounds, a.vcpus, fails, a.rounds, len(results), time.time() - t0))
+    print("%s x%d at %d vCPUs (%s): %d of %d rounds failed, %d distinct results, %.0f s" % (
+        a.workload, a.rounds, a.vcpus, a.crew, fails, a.rounds, len(results), time.time() - t0))
     return 1 if fails else 0
 
 
