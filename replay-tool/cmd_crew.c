@@ -257,7 +257,7 @@ int cmd_crew_stats(int argc, char **argv)
 	}
 	uint64_t n = 0, n_page = 0, n_byte = 0, writes = 0, cls[3] = { 0 };
 	uint64_t no_range = 0, end_ns = 0, cp_ns = 0, events = 0;
-	uint64_t byte_marks = 0, page_takes = 0, switch_ns = 0;
+	uint64_t byte_marks = 0, page_takes = 0, table_marks = 0, switch_ns = 0;
 	uint64_t by_vcpu[MAX_VCPUS] = { 0 }, other_vcpu = 0;
 	int s, ret = EXIT_OK;
 	const Rr__Event *ev;
@@ -302,6 +302,16 @@ int cmd_crew_stats(int argc, char **argv)
 				byte_marks += in;
 			continue;
 		}
+		if (c->granularity == RR__CREW_TRANSFER__GRANULARITY__PAGE &&
+		    c->len == 0) {
+			/*
+			 * byte+user: a page a user walk read first, made a page
+			 * table (every vCPU stopped), not a page that changed
+			 * hands for an access (rrlog/FORMAT.md, "Table marks")
+			 */
+			table_marks += in;
+			continue;
+		}
 		if (in) {
 			n++;
 			writes += c->write;
@@ -314,6 +324,7 @@ int cmd_crew_stats(int argc, char **argv)
 			n_byte += in;
 			continue;
 		}
+
 		n_page += in;
 		uint64_t off = c->addr & (PAGE_SIZE - 1);
 		struct page *p = table_get(&t, c->addr / PAGE_SIZE);
@@ -388,8 +399,9 @@ int cmd_crew_stats(int argc, char **argv)
 			       dur, dur > 0 ? n / dur : 0.0);
 		else
 			printf(",\"duration_s\":null,\"transfers_per_s\":null");
-		printf(",\"byte_marks\":%" PRIu64 ",\"page_takes\":%" PRIu64,
-		       byte_marks, page_takes);
+		printf(",\"byte_marks\":%" PRIu64 ",\"page_takes\":%" PRIu64
+		       ",\"table_marks\":%" PRIu64, byte_marks, page_takes,
+		       table_marks);
 		if (switch_ns && dur_src && dur > switch_ns / 1e9)
 			printf(",\"byte_switch_s\":%.6f,\"byte_transfers_per_s\":%.3f",
 			       switch_ns / 1e9, n_byte / (dur - switch_ns / 1e9));
@@ -437,6 +449,10 @@ int cmd_crew_stats(int argc, char **argv)
 			printf("takes:            %" PRIu64 " page(s) taken from "
 			       "nobody (logged under KVM), not counted above\n",
 			       page_takes);
+		if (table_marks)
+			printf("table marks:      %" PRIu64 " page(s) made page "
+			       "tables (byte+user), not counted above\n",
+			       table_marks);
 		if (switch_ns && dur_src && dur > switch_ns / 1e9)
 			printf("byte CREW:        from %.3f s on (the guest module's "
 			       "switch), %.0f byte transfers/s\n", switch_ns / 1e9,

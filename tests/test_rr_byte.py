@@ -181,15 +181,6 @@ def kernel_takes(log):
     return n
 
 
-def table_marks(log):
-    """Page transfers that made a page a page table: a user walk's first
-    read of it (QEMU 0062, logged with len 0)."""
-    out = subprocess.run([rrtest.REPLAY_VM, "dump", str(log)], capture_output=True, text=True,
-                         check=True).stdout
-    return sum(1 for line in out.splitlines()
-               if "crew_transfer page " in line and " len=0 " in line)
-
-
 def test_threads_replay_with_user_page_crew(tmp_path):
     """crew=byte+user (QEMU 0059): byte CREW for the kernel's memory and
     page CREW for every access to a user address, by user code or by the
@@ -211,7 +202,8 @@ def test_threads_replay_with_user_page_crew(tmp_path):
     assert "page CREW for user addresses" in rec.info, rec.info
     assert "NOT share-nothing" not in rec.info, rec.info
     assert kernel_takes(log) > 0
-    assert table_marks(log) > 0
+    # pages a user walk made page tables (QEMU 0062: page transfers of len 0)
+    assert rrtest.crew_stats(log)["table_marks"] > 0
     rp = rrtest.replay(log, timeout=900)
     assert rrtest.results(rp.output) == want, rp.stderr[-3000:]
 
