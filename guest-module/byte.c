@@ -78,6 +78,13 @@ static inline void host_cmd(u32 cmd, u64 a0, u64 a1)
 	host_cmd3(cmd, a0, a1, 0);
 }
 
+/* an error that ends the recording or replay (QEMU names @code) */
+void rv_byte_error(u64 code, unsigned long addr)
+{
+	if (host_mode != RVG_MODE_NONE)
+		host_cmd(RVG_CMD_ERROR, code, addr);
+}
+
 /*
  * A slow path that spins in guest code keeps its vCPU thread on a host core;
  * when vCPUs outnumber cores the vCPU it waits for may be the one that needs

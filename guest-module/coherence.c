@@ -11,7 +11,8 @@
  * bytes or is dropped.  While the int3 of text_poke_bp is in place a
  * retranslation ends at the int3 with a jump to native code (where the
  * kernel's poke_int3_handler expects it).  Module text is dropped when the
- * module goes away.
+ * module goes away.  Byte and training mode translate jump-label sites
+ * from their keys (jumplabel.c): their pokes drop nothing.
  */
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
@@ -113,6 +114,11 @@ static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 			rv_invalidate_range(0, ~0UL);
 			return 0;
 		}
+		/* translated from its key, never from its bytes: no block
+		 * depends on them (and a key flipped in a loop would fill the
+		 * code cache with retranslations) */
+		if (rv_jl_keyed(a))
+			continue;
 		rv_invalidate_range(a, a + len);
 	}
 	return 0;

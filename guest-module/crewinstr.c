@@ -133,7 +133,10 @@ int rv_flags_dead(unsigned long pc)
 	int i, u;
 
 	for (i = 0; i < 8; i++) {
-		if (rv_decode(&insn, pc))
+		struct rv_jl_site jl;
+
+		/* translated from its key: it may jump whatever its bytes say */
+		if (rv_jl_find(pc, &jl) || rv_decode(&insn, pc))
 			return 0;
 		u = flag_use(&insn);
 		if (u & 1)
@@ -539,7 +542,7 @@ static bool crew_mem(struct rv_emit *e, struct insn *insn, const struct rv_memop
 	site = new_site(op);
 	if (!site)
 		goto bad;
-	flags = (rv_bdebug & 4) || !rv_flags_dead(op->pc);
+	flags = (rv_bdebug & 4) || op->keep_flags || !rv_flags_dead(op->pc);
 	pushed = e_push(e, flags);
 	/* the address first: the operand may use rax, rcx or rdx */
 	if (!op->string && !e_lea_rdx(e, insn, op, pushed))
@@ -610,7 +613,8 @@ static void crew_post(struct rv_emit *e, struct insn *insn, const struct rv_memo
 	bool branch = insn->opcode.bytes[0] == 0xff;	/* call/jmp/push r/m */
 
 	/* not on fences alone: a recording and its replay must agree */
-	if (!release_xchg && op && !branch && rv_flags_dead(op->pc + insn->length)) {
+	if (!release_xchg && op && !op->keep_flags && !branch &&
+	    rv_flags_dead(op->pc + insn->length)) {
 		e_gs(e, 0x48, 0xff, 0, seq);		/* incq %gs:seq */
 		rv_cc.release_inc++;
 	} else {

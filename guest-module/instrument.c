@@ -215,6 +215,31 @@ void rv_instrument_post(struct rv_emit *e, struct insn *insn, unsigned long pc)
 		rv_instr->post(e, insn, &m);
 }
 
+/*
+ * A read that is not in the native code (translate.c: a jump-label site
+ * becomes a read of its key): @insn is the emitted instruction, counted
+ * as @pc's access.
+ */
+bool rv_instrument_read(struct rv_emit *e, struct insn *insn, unsigned long pc)
+{
+	struct rv_memop m;
+
+	if (!rv_instr || !rv_instr->mem || !rv_instr_allowed(pc) || !describe(insn, pc, &m))
+		return false;
+	m.keep_flags = true;
+	return rv_instr->mem(e, insn, &m);
+}
+
+void rv_instrument_read_post(struct rv_emit *e, struct insn *insn, unsigned long pc)
+{
+	struct rv_memop m;
+
+	if (rv_instr && rv_instr->post && describe(insn, pc, &m)) {
+		m.keep_flags = true;
+		rv_instr->post(e, insn, &m);
+	}
+}
+
 /* ---- "count": inline counters, flags preserved ---- */
 static void count_inc(struct rv_emit *e, u64 *ctr)
 {

@@ -33,6 +33,8 @@ struct rv_memop {
 	s32 disp;
 	bool string;		/* movs/stos/lods/cmps/scas: rsi/rdi based */
 	s8 bitreg;		/* bt/bts/btr/btc: the bit-offset register, or -1 */
+	bool keep_flags;	/* a read the translator adds: the flags are live
+				 * whatever the native code after @pc does */
 };
 
 enum rv_detpoint { RV_DP_IO, RV_DP_RDTSC, RV_DP_PAUSE, RV_DP_BACKEDGE, RV_DP_HLT,
@@ -57,5 +59,8 @@ bool rv_instr_allowed(unsigned long pc);
 bool rv_instrument(struct rv_emit *e, struct insn *insn, unsigned long pc, unsigned long next);
 /* after @insn's translation (only when rv_instrument said true) */
 void rv_instrument_post(struct rv_emit *e, struct insn *insn, unsigned long pc);
+/* a read the translator adds for @pc (jump-label keys); flags kept */
+bool rv_instrument_read(struct rv_emit *e, struct insn *insn, unsigned long pc);
+void rv_instrument_read_post(struct rv_emit *e, struct insn *insn, unsigned long pc);
 extern u64 rv_instr_mem_count[4], rv_instr_dp_count[RV_DP_NR];
 #endif

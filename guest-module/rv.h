@@ -102,6 +102,7 @@ struct rv_block {
 struct rv_stats {
 	u64 blocks, dispatch, chains, native_exits, fallbacks, cache_full;
 	u64 fixups, fixup_miss, invalidations, inval_blocks, kret_enter;
+	u64 jl_sites;		/* jump-label sites translated from their key */
 };
 DECLARE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 #define rv_stat_inc(f) this_cpu_inc(rv_pcpu_stats.f)
@@ -135,6 +136,20 @@ extern bool rv_active;
 extern bool rv_callret;
 extern bool rv_superblock;
 extern atomic64_t rv_fixups, rv_fixup_miss;
+
+/* ---- jump-label sites (jumplabel.c) ---- */
+struct rv_jl_site {
+	unsigned long pc, target, key;
+	u8 len;			/* 2 or 5 */
+	bool branch;		/* jumps when the key is disabled */
+};
+extern bool rv_jl_keys;
+int rv_jl_init(void);
+void rv_jl_exit(void);
+void rv_jl_excl(void);
+bool rv_jl_find(unsigned long pc, struct rv_jl_site *s);
+bool rv_jl_keyed(unsigned long pc);
+unsigned long rv_jl_bad(void);
 
 /* C entry points called by generated stubs */
 unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret);
@@ -239,6 +254,7 @@ int rv_shadow_setup(void);			/* byte mode and training */
 void rv_shadow_release(void);
 int rv_byte_register(void);			/* load, after the cache: tell the host */
 void rv_byte_excl_va(const void *va, unsigned long len);
+void rv_byte_error(u64 code, unsigned long addr);
 void rv_translate_excl(void);
 int rv_byte_on_cpu(void *unused);
 int rv_byte_stop_fn(void *unused);		/* switch.S */

@@ -261,7 +261,7 @@ static bool train_mem(struct rv_emit *e, struct insn *insn, const struct rv_memo
 	r = trec_get(op);
 	if (!r)
 		goto bad;
-	flags = !rv_flags_dead(op->pc);
+	flags = op->keep_flags || !rv_flags_dead(op->pc);
 	pushed = e_push(e, flags);
 	if (!op->string && !e_lea_rdx(e, insn, op, pushed))
 		goto bad;

@@ -334,6 +334,46 @@ static void emit_ret_imm_byte(struct rv_emit *e, u16 n)
 	e_jmp(e, rv_cache->ind_stub);
 }
 
+/*
+ * Byte and training mode: a jump-label site (jumplabel.c) becomes a read
+ * of its key, ordered by CREW like any other access, and a jump when
+ * (key->enabled != 0) ^ branch; never its bytes, which another vCPU may
+ * be rewriting.  An arm that goes backwards is a back edge's det point.
+ *
+ *	push %rcx; movabs $key,%rcx; [check] mov (%rcx),%ecx; [release]
+ *	jrcxz 1f; pop %rcx; jmp <enabled arm>; 1: pop %rcx; jmp <disabled arm>
+ */
+static void emit_jump_label(struct rv_emit *e, struct exit *x, int *nx,
+			    const struct rv_jl_site *s)
+{
+	static const u8 ld[] = { 0x8b, 0x09 };		/* mov (%rcx),%ecx */
+	unsigned long next = s->pc + s->len, arm[2];
+	struct insn insn;
+	bool instr;
+	u8 *jz;
+	int k;
+
+	arm[1] = s->branch ? next : s->target;		/* enabled */
+	arm[0] = s->branch ? s->target : next;		/* disabled */
+	rv_k.insn_decode(&insn, ld, sizeof(ld), INSN_MODE_64);
+	e_u8(e, 0x51);					/* push %rcx */
+	e_u8(e, 0x48); e_u8(e, 0xb9); e_u64(e, s->key);	/* movabs $key,%rcx */
+	instr = rv_instrument_read(e, &insn, s->pc);
+	e_bytes(e, ld, sizeof(ld));
+	if (instr)
+		rv_instrument_read_post(e, &insn, s->pc);
+	e_u8(e, 0xe3); jz = e->p; e_u8(e, 0);		/* jrcxz 1f */
+	for (k = 1; k >= 0; k--) {
+		if (!k)
+			e_fill8(jz, e->p);
+		e_u8(e, 0x59);				/* pop %rcx */
+		if (arm[k] <= s->pc && rv_instr->detpoint)
+			rv_instr->detpoint(e, &insn, s->pc, RV_DP_BACKEDGE);
+		jmp_exit(e, x, nx, arm[k]);
+	}
+	rv_stat_inc(jl_sites);
+}
+
 #define MAX_EXITS (RV_MAX_INSNS + 4)
 /* byte CREW: up to ~150 bytes of instrumentation per instruction */
 #define BLOCK_MAX_BYTES (RV_MAX_INSNS * 224 + MAX_EXITS * 40 + 64)
@@ -349,6 +389,7 @@ static struct rv_block *translate(unsigned long pc0)
 	u8 *start;
 	int nx = 0, i, follows = 0;
 	unsigned long nlo = pc0, nhi = pc0 + 1;
+	struct rv_jl_site jl;
 	bool done = false;
 
 	if (nblocks >= RV_MAX_BLOCKS)
@@ -374,6 +415,11 @@ static struct rv_block *translate(unsigned long pc0)
 		nlo = min(nlo, pc);
 		nhi = max(nhi, pc + MAX_INSN_SIZE);
 		b->ninsn = i + 1;
+		if (rv_jl_find(pc, &jl)) {
+			emit_jump_label(&e, x, &nx, &jl);
+			done = true;
+			continue;
+		}
 		if (rv_decode(&insn, pc)) {
 			native_exit(&e, pc);
 			rv_stat_inc(fallbacks);
@@ -622,8 +668,13 @@ static struct rv_block *get_block(unsigned long pc)
 	b = lookup(pc);
 	if (!b) {
 		b = translate(pc);
-		if (!b)
+		if (!b) {
 			rv_stat_inc(cache_full);
+			/* run natively, the kernel would skip CREW and det
+			 * points: a recording or replay stops, saying why */
+			if (rv_byte && READ_ONCE(rv_active))
+				rv_byte_error(RVG_ERR_CACHE_FULL, pc);
+		}
 	}
 	/* byte mode: entry code's exits to entry code, linked now */
 	while (n_eager) {
@@ -818,7 +869,7 @@ void rv_native_return(unsigned long *frame)
 	if (!n) {
 		/* no call into native code returns here: say so */
 		asm volatile("outl %%eax, %w1" : : "a" (RVG_CMD_ERROR), "Nd" (RVG_PORT_CMD),
-			     "D" (100UL), "S" (rsp) : "memory");
+			     "D" ((u64)RVG_ERR_NATIVE_RETURN), "S" (rsp) : "memory");
 		frame[9] = 0;
 		return;
 	}
@@ -1002,6 +1053,15 @@ int rv_translate_init(void)
 		return -ENOMEM;
 	}
 	nblocks = 0;
+	if (rv_byte || rv_train) {
+		int ret = rv_jl_init();
+
+		if (ret) {
+			pr_err(RV_PR "jump-label sites: %d (jl_keys=0 copies their bytes)\n", ret);
+			rv_translate_exit();
+			return ret;
+		}
+	}
 	return 0;
 }
 
@@ -1010,6 +1070,7 @@ void rv_translate_excl(void)
 {
 	rv_byte_excl_va(hash, sizeof(*hash) << HASH_BITS);
 	rv_byte_excl_va(blocks, sizeof(*blocks) * RV_MAX_BLOCKS);
+	rv_jl_excl();
 }
 
 void rv_translate_exit(void)
@@ -1018,4 +1079,5 @@ void rv_translate_exit(void)
 	vfree(blocks);
 	hash = NULL;
 	blocks = NULL;
+	rv_jl_exit();
 }

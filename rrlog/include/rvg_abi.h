@@ -143,6 +143,9 @@ struct rvg_desc {
 #define RVG_CREW_ESITE		10
 #define RVG_CREW_ELIVELOCK	11
 #define RVG_CREW_NERR		11	/* the last one */
+/* RVG_CMD_ERROR codes of the module's translator (rsi: an address) */
+#define RVG_ERR_NATIVE_RETURN	100	/* a return from native code no call made */
+#define RVG_ERR_CACHE_FULL	101	/* a kernel block could not be translated */
 #define RVG_VCPU_SIZE		1024
 
 #define RVG_STATE_ACTIVE	0
