@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -256,6 +257,7 @@ int cmd_replay(int argc, char **argv)
 	uint64_t until = UINT64_MAX, port;
 	unsigned timeout = 0;
 	int print_only = 0, show_progress = 1, c, status;
+	pid_t parent;
 	char logabs[4096], why[256], rr_extra[96] = "";
 	const Rr__Header *h;
 	char *kernel_path = NULL;	/* (the header goes with the reader) */
@@ -376,12 +378,17 @@ int cmd_replay(int argc, char **argv)
 		perror("replay-vm: pipe");
 		return 1;
 	}
+	parent = getpid();
 	child = fork();
 	if (child < 0) {
 		perror("replay-vm: fork");
 		return 1;
 	}
 	if (child == 0) {
+		/* a replay-vm killed outright must not leave its QEMU running */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
 		close(errp[0]);
 		dup2(errp[1], 2);
 		execv(qargv[0], qargv);

@@ -5,6 +5,7 @@ front end.  The guest's init (vm-images/init) prints RV-BEGIN, the command's
 output, then RV-EXIT <status>; everything else on the console is boot noise.
 """
 import base64
+import ctypes
 import dataclasses
 import os
 import re
@@ -375,6 +376,19 @@ def parse_console(console):
     return int(m.group(1)), console[begin + 9:m.start()]
 
 
+_prctl = ctypes.CDLL(None, use_errno=True).prctl
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_runner():
+    """In QEMU's child before exec: QEMU runs in its own session (so the
+    runner's timeout can kill its threads' group), which a runner killed
+    outright (timeout(1), kill -9) does not reach; QEMU then ran on for
+    hours.  SIGTERM when the runner dies: a recording ends with its log
+    closed, as on `virsh destroy`."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, accel="auto",
         serial_log=None, echo=False, record=None, crew=None, trained=None, untrained_report=False,
         **kw):
@@ -440,7 +454,8 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
                          monitor=monitor, **kw)
         t0 = time.monotonic()
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, start_new_session=True, env=env)
+                             stderr=subprocess.STDOUT, start_new_session=True, env=env,
+                             preexec_fn=_die_with_runner)
         chunks, timed_out = [], False
         clock = MarkClock(t0, watch=os.path.abspath(record) if record else None)
         os.set_blocking(p.stdout.fileno(), False)
