@@ -11,8 +11,9 @@
  * bytes or is dropped.  While the int3 of text_poke_bp is in place a
  * retranslation ends at the int3 with a jump to native code (where the
  * kernel's poke_int3_handler expects it).  Module text is dropped when the
- * module goes away.  Byte and training mode translate jump-label sites
- * from their keys (jumplabel.c): their pokes drop nothing.
+ * module goes away.  Byte and training mode translate jump-label and
+ * static-call sites from their keys (jumplabel.c, staticcall.c): their
+ * pokes drop nothing.
  */
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
@@ -106,6 +107,7 @@ static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	unsigned int i;
 
 	for (i = 0; i < d->n; i++) {
+		struct rv_sc_site sc;
 		const u8 *e = d->tp + 16 * i;
 		unsigned long a = rv_k.stext + *(const s32 *)e;
 		unsigned int len = e[8];
@@ -117,7 +119,7 @@ static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 		/* translated from its key, never from its bytes: no block
 		 * depends on them (and a key flipped in a loop would fill the
 		 * code cache with retranslations) */
-		if (rv_jl_keyed(a))
+		if (rv_jl_keyed(a) || (len == 5 && rv_sc_find(a, &sc)))
 			continue;
 		rv_invalidate_range(a, a + len);
 	}

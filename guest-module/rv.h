@@ -103,6 +103,7 @@ struct rv_stats {
 	u64 blocks, dispatch, chains, native_exits, fallbacks, cache_full;
 	u64 fixups, fixup_miss, invalidations, inval_blocks, kret_enter;
 	u64 jl_sites;		/* jump-label sites translated from their key */
+	u64 sc_sites;		/* static-call sites translated from their key */
 };
 DECLARE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 #define rv_stat_inc(f) this_cpu_inc(rv_pcpu_stats.f)
@@ -150,6 +151,16 @@ void rv_jl_excl(void);
 bool rv_jl_find(unsigned long pc, struct rv_jl_site *s);
 bool rv_jl_keyed(unsigned long pc);
 unsigned long rv_jl_bad(void);
+
+/* ---- static-call sites (staticcall.c; on with jl_keys) ---- */
+struct rv_sc_site {
+	unsigned long pc, key;	/* a 5-byte site; key->func is its target */
+	bool tail;		/* jmp (ret when func is NULL), not call (nop) */
+};
+int rv_sc_init(void);
+void rv_sc_exit(void);
+void rv_sc_excl(void);
+bool rv_sc_find(unsigned long pc, struct rv_sc_site *s);
 
 /* C entry points called by generated stubs */
 unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret);

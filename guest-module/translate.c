@@ -374,6 +374,54 @@ static void emit_jump_label(struct rv_emit *e, struct exit *x, int *nx,
 	rv_stat_inc(jl_sites);
 }
 
+/*
+ * Byte mode (callret=0): a static-call site (staticcall.c) becomes a
+ * CREW-ordered read of key->func and what the kernel would have patched
+ * there for that value, through the dispatcher:
+ *
+ *	push %rcx; movabs $key,%rcx; [check] mov (%rcx),%rcx; [release]
+ *	jrcxz 1f; push %rcx; mov 8(%rsp),%rcx
+ *	call: movq $next,8(%rsp); jmp ind_call	tail: pop (%rsp); jmp ind_stub
+ *	1: pop %rcx; call: jmp <next> (nop)	tail: jmp ind_stub (ret)
+ */
+static void emit_static_call(struct rv_emit *e, struct exit *x, int *nx,
+			     const struct rv_sc_site *s)
+{
+	static const u8 ld[] = { 0x48, 0x8b, 0x09 };	/* mov (%rcx),%rcx */
+	static const u8 restore[] = { 0x51, 0x48, 0x8b, 0x4c, 0x24, 0x08 };
+	static const u8 ret_at[] = { 0x48, 0xc7, 0x44, 0x24, 0x08 };	/* movq $imm,8(%rsp) */
+	static const u8 pop_top[] = { 0x8f, 0x04, 0x24 };	/* pop (%rsp) */
+	unsigned long next = s->pc + 5;
+	struct insn insn;
+	bool instr;
+	u8 *jz;
+
+	rv_k.insn_decode(&insn, ld, sizeof(ld), INSN_MODE_64);
+	e_u8(e, 0x51);					/* push %rcx */
+	e_u8(e, 0x48); e_u8(e, 0xb9); e_u64(e, s->key);	/* movabs $key,%rcx */
+	instr = rv_instrument_read(e, &insn, s->pc);
+	e_bytes(e, ld, sizeof(ld));
+	if (instr)
+		rv_instrument_read_post(e, &insn, s->pc);
+	e_u8(e, 0xe3); jz = e->p; e_u8(e, 0);		/* jrcxz 1f */
+	e_bytes(e, restore, sizeof(restore));		/* push %rcx; mov 8(%rsp),%rcx */
+	if (s->tail) {
+		e_bytes(e, pop_top, sizeof(pop_top));
+		e_jmp(e, rv_cache->ind_stub);
+	} else {
+		e_bytes(e, ret_at, sizeof(ret_at));
+		e_u32(e, (u32)next);
+		e_jmp(e, rv_ind_call);
+	}
+	e_fill8(jz, e->p);
+	e_u8(e, 0x59);					/* 1: pop %rcx */
+	if (s->tail)
+		e_jmp(e, rv_cache->ind_stub);
+	else
+		jmp_exit(e, x, nx, next);
+	rv_stat_inc(sc_sites);
+}
+
 #define MAX_EXITS (RV_MAX_INSNS + 4)
 /* byte CREW: up to ~150 bytes of instrumentation per instruction */
 #define BLOCK_MAX_BYTES (RV_MAX_INSNS * 224 + MAX_EXITS * 40 + 64)
@@ -390,6 +438,7 @@ static struct rv_block *translate(unsigned long pc0)
 	int nx = 0, i, follows = 0;
 	unsigned long nlo = pc0, nhi = pc0 + 1;
 	struct rv_jl_site jl;
+	struct rv_sc_site sc;
 	bool done = false;
 
 	if (nblocks >= RV_MAX_BLOCKS)
@@ -417,6 +466,11 @@ static struct rv_block *translate(unsigned long pc0)
 		b->ninsn = i + 1;
 		if (rv_jl_find(pc, &jl)) {
 			emit_jump_label(&e, x, &nx, &jl);
+			done = true;
+			continue;
+		}
+		if (rv_sc_find(pc, &sc)) {
+			emit_static_call(&e, x, &nx, &sc);
 			done = true;
 			continue;
 		}
@@ -1054,7 +1108,7 @@ int rv_translate_init(void)
 	}
 	nblocks = 0;
 	if (rv_byte || rv_train) {
-		int ret = rv_jl_init();
+		int ret = rv_jl_init() ?: (rv_byte ? rv_sc_init() : 0);
 
 		if (ret) {
 			pr_err(RV_PR "jump-label sites: %d (jl_keys=0 copies their bytes)\n", ret);
@@ -1071,6 +1125,7 @@ void rv_translate_excl(void)
 	rv_byte_excl_va(hash, sizeof(*hash) << HASH_BITS);
 	rv_byte_excl_va(blocks, sizeof(*blocks) * RV_MAX_BLOCKS);
 	rv_jl_excl();
+	rv_sc_excl();
 }
 
 void rv_translate_exit(void)
@@ -1080,4 +1135,5 @@ void rv_translate_exit(void)
 	hash = NULL;
 	blocks = NULL;
 	rv_jl_exit();
+	rv_sc_exit();
 }

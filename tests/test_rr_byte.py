@@ -350,26 +350,34 @@ def test_barrier_inside_a_kernel_exception_replays(tmp_path):
     assert rrtest.results(rp.output) == rrtest.results(rec.output) == ["RESULT exc done"]
 
 
-# a static key with sites in the scheduler's hot paths flipped 200 times
-# while two processes ping-pong through a pipe on the vCPUs
-STATIC_KEY_CMD = ("(i=0; while [ $i -lt 100 ]; do echo 1 > /proc/sys/kernel/sched_schedstats; "
+# a static key with sites in the scheduler's hot paths flipped 200 times,
+# and a trace event turned on and off 50 times (a static key and a static
+# call each), while two processes ping-pong through a pipe on the vCPUs
+EVENT = "/sys/kernel/tracing/events/sched/sched_switch/enable"
+STATIC_KEY_CMD = ("mount -t tracefs nodev /sys/kernel/tracing; "
+                  "(i=0; while [ $i -lt 100 ]; do echo 1 > /proc/sys/kernel/sched_schedstats; "
                   "echo 0 > /proc/sys/kernel/sched_schedstats; i=$((i+1)); done; "
-                  "echo RESULT toggled $i) & /opt/rv/bin/ipc -n 20000; wait; "
-                  "cat /sys/module/replayvm/parameters/jl_keys")
+                  "echo RESULT toggled $i) & "
+                  "(j=0; while [ $j -lt 50 ]; do echo 1 > %s; echo 0 > %s; j=$((j+1)); done; "
+                  "echo RESULT traced $j) & /opt/rv/bin/ipc -n 20000; wait; "
+                  "cat /sys/module/replayvm/parameters/jl_keys" % (EVENT, EVENT))
 
 
 def test_static_keys_flipped_during_a_recording_replay(tmp_path):
-    """A static key flips by rewriting its jump-label sites; which arm
-    another vCPU ran used to depend on when its translation of the site
-    was dropped, which nothing logged.  The module now translates each
-    site as a CREW-ordered read of its key and drops no block for such
-    pokes (guest-module/jumplabel.c).  Before that, this recording ran
-    the kernel natively after ~100 flips (each dropped a few hundred
-    blocks until the code cache was full) and stalled; with jl_keys=0 it
-    now ends with the module's "code cache is full" error (QEMU 0064)."""
+    """A static key flips by rewriting its jump-label sites, a static
+    call by rewriting its call sites; which version another vCPU ran used
+    to depend on when its translation of the site was dropped, which
+    nothing logged, and a block translated while text_poke_bp's int3 was
+    in place left the vCPU in native code.  The module now translates
+    each site as a CREW-ordered read of its key (guest-module/jumplabel.c,
+    staticcall.c) and drops no block for such pokes.  Before that the
+    schedstats toggles stalled the recording with the kernel running
+    natively, and the trace-event toggles alone recorded with native
+    kernel code at a static-call site in __schedule and diverged there."""
     log = tmp_path / "run.rr"
     rec = record_byte(log, 2, cmd=STATIC_KEY_CMD)
     assert "RESULT toggled 100" in rec.output, rec.console[-3000:]
+    assert "RESULT traced 50" in rec.output, rec.console[-3000:]
     assert re.search(r"^Y$", rec.output, re.M), rec.output[-500:]
     assert "runs kernel text natively" not in rec.output + rec.console, rec.console[-3000:]
     rp = rrtest.replay(log, timeout=900)

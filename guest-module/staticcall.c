@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Static-call sites, for translating them from their key (translate.c).
+ *
+ * The jump-label problem again (jumplabel.c): static_call_update() writes
+ * key->func, then rewrites every inline call site of the key with
+ * text_poke_bp; which target another vCPU called depended on when its
+ * block was dropped, and a block translated while the int3 was in place
+ * sent the vCPU to native code (a trace event toggled during a recording:
+ * native kernel at a site in __schedule, a replay that diverged).  Byte
+ * mode translates each site as a CREW-ordered read of
+ * key->func: a call (or, at a tail site, a jump) through the dispatcher,
+ * or where func is NULL a nop (a ret at a tail site), as the kernel's
+ * __sc_insn() would patch it.  Not in training mode, whose calls push
+ * code-cache return addresses (callret=1) and which orders nothing: it
+ * copies the site, and a recording's key read there is an untrained
+ * access, still ordered.
+ */
+#include <linux/bsearch.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/sort.h>
+#include <linux/static_call_types.h>
+#include <linux/vmalloc.h>
+#include "rv.h"
+#include "instrument.h"
+#include "crewinstr.h"
+
+struct sc_ent {
+	unsigned long pc;
+	const struct static_call_site *s;
+};
+
+static struct sc_ent *tab;
+static unsigned long ntab, tab_bytes;
+
+static unsigned long site_pc(const struct static_call_site *s)
+{
+	return (long)s->addr + (unsigned long)&s->addr;
+}
+
+static unsigned long site_key(const struct static_call_site *s)
+{
+	return (long)s->key + (unsigned long)&s->key;
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+	const struct sc_ent *x = a, *y = b;
+
+	return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+static bool fill(const struct static_call_site *site, struct rv_sc_site *s)
+{
+	s->pc = site_pc(site);
+	s->key = site_key(site) & ~STATIC_CALL_SITE_FLAGS;
+	s->tail = site_key(site) & STATIC_CALL_SITE_TAIL;
+	return true;
+}
+
+/* is @pc a static-call site translated from its key (never its bytes)? */
+bool rv_sc_find(unsigned long pc, struct rv_sc_site *s)
+{
+	struct sc_ent k = { .pc = pc }, *hit;
+	struct module *mod;
+	int i;
+
+	if (!rv_jl_keys || !tab || !rv_byte || !rv_instr_allowed(pc))
+		return false;
+	if (pc >= rv_k.stext && pc < rv_k.etext) {
+		hit = bsearch(&k, tab, ntab, sizeof(*tab), cmp_ent);
+		return hit && fill(hit->s, s);
+	}
+	mod = rv_k.module_text_address(pc);
+	if (!mod || !mod->static_call_sites)
+		return false;
+	for (i = 0; i < mod->num_static_call_sites; i++) {
+		const struct static_call_site *site = &mod->static_call_sites[i];
+
+		if (site_pc(site) == pc && !(site_key(site) & STATIC_CALL_SITE_INIT))
+			return fill(site, s);
+	}
+	return false;
+}
+
+int rv_sc_init(void)
+{
+	const struct static_call_site *start, *stop, *site;
+	unsigned long n = 0;
+
+	if (!rv_jl_keys)
+		return 0;
+	start = (const void *)rv_ksym("__start_static_call_sites");
+	stop = (const void *)rv_ksym("__stop_static_call_sites");
+	if (!start || !stop || stop < start)
+		return -ENOENT;
+	tab_bytes = array_size(stop - start, sizeof(*tab));
+	tab = vmalloc(tab_bytes);
+	if (!tab)
+		return -ENOMEM;
+	for (site = start; site < stop; site++) {
+		unsigned long pc = site_pc(site);
+
+		/* init text is gone once the module can load */
+		if ((site_key(site) & STATIC_CALL_SITE_INIT) || pc < rv_k.stext || pc >= rv_k.etext)
+			continue;
+		tab[n].pc = pc;
+		tab[n++].s = site;
+	}
+	sort(tab, n, sizeof(*tab), cmp_ent, NULL);
+	ntab = n;
+	pr_info(RV_PR "%lu static-call sites translated from their keys\n", n);
+	return 0;
+}
+
+void rv_sc_excl(void)
+{
+	if (tab)
+		rv_byte_excl_va(tab, tab_bytes);
+}
+
+void rv_sc_exit(void)
+{
+	vfree(tab);
+	tab = NULL;
+	ntab = 0;
+}
