@@ -343,26 +343,40 @@ static void emit_ret_imm_byte(struct rv_emit *e, u16 n)
  *	push %rcx; movabs $key,%rcx; [check] mov (%rcx),%ecx; [release]
  *	jrcxz 1f; pop %rcx; jmp <enabled arm>; 1: pop %rcx; jmp <disabled arm>
  */
+/*
+ * push %rcx; movabs $key,%rcx; [check] @ld (a load from (%rcx) into
+ * %rcx, counted as @pc's access); [release]; jrcxz 1f.  Returns the
+ * jrcxz's rel8 for the caller to fill with its label 1.
+ */
+static u8 *emit_key_read(struct rv_emit *e, unsigned long key, const u8 *ld, int n,
+			 unsigned long pc, struct insn *insn)
+{
+	bool instr;
+	u8 *jz;
+
+	rv_k.insn_decode(insn, ld, n, INSN_MODE_64);
+	e_u8(e, 0x51);					/* push %rcx */
+	e_u8(e, 0x48); e_u8(e, 0xb9); e_u64(e, key);	/* movabs $key,%rcx */
+	instr = rv_instrument_read(e, insn, pc);
+	e_bytes(e, ld, n);
+	if (instr)
+		rv_instrument_read_post(e, insn, pc);
+	e_u8(e, 0xe3); jz = e->p; e_u8(e, 0);		/* jrcxz 1f */
+	return jz;
+}
+
 static void emit_jump_label(struct rv_emit *e, struct exit *x, int *nx,
 			    const struct rv_jl_site *s)
 {
 	static const u8 ld[] = { 0x8b, 0x09 };		/* mov (%rcx),%ecx */
 	unsigned long next = s->pc + s->len, arm[2];
 	struct insn insn;
-	bool instr;
 	u8 *jz;
 	int k;
 
 	arm[1] = s->branch ? next : s->target;		/* enabled */
 	arm[0] = s->branch ? s->target : next;		/* disabled */
-	rv_k.insn_decode(&insn, ld, sizeof(ld), INSN_MODE_64);
-	e_u8(e, 0x51);					/* push %rcx */
-	e_u8(e, 0x48); e_u8(e, 0xb9); e_u64(e, s->key);	/* movabs $key,%rcx */
-	instr = rv_instrument_read(e, &insn, s->pc);
-	e_bytes(e, ld, sizeof(ld));
-	if (instr)
-		rv_instrument_read_post(e, &insn, s->pc);
-	e_u8(e, 0xe3); jz = e->p; e_u8(e, 0);		/* jrcxz 1f */
+	jz = emit_key_read(e, s->key, ld, sizeof(ld), s->pc, &insn);
 	for (k = 1; k >= 0; k--) {
 		if (!k)
 			e_fill8(jz, e->p);
@@ -393,17 +407,9 @@ static void emit_static_call(struct rv_emit *e, struct exit *x, int *nx,
 	static const u8 pop_top[] = { 0x8f, 0x04, 0x24 };	/* pop (%rsp) */
 	unsigned long next = s->pc + 5;
 	struct insn insn;
-	bool instr;
 	u8 *jz;
 
-	rv_k.insn_decode(&insn, ld, sizeof(ld), INSN_MODE_64);
-	e_u8(e, 0x51);					/* push %rcx */
-	e_u8(e, 0x48); e_u8(e, 0xb9); e_u64(e, s->key);	/* movabs $key,%rcx */
-	instr = rv_instrument_read(e, &insn, s->pc);
-	e_bytes(e, ld, sizeof(ld));
-	if (instr)
-		rv_instrument_read_post(e, &insn, s->pc);
-	e_u8(e, 0xe3); jz = e->p; e_u8(e, 0);		/* jrcxz 1f */
+	jz = emit_key_read(e, s->key, ld, sizeof(ld), s->pc, &insn);
 	e_bytes(e, restore, sizeof(restore));		/* push %rcx; mov 8(%rsp),%rcx */
 	if (s->tail) {
 		e_bytes(e, pop_top, sizeof(pop_top));
