@@ -52,6 +52,7 @@ unit-test: rrlog tools workloads guest
 	$(MAKE) -C rrlog test
 	$(MAKE) -C replay-tool test
 	$(MAKE) -C guest-module/crew test
+	$(MAKE) -C guest-module/test test
 	$(MAKE) -C vm-images/workloads check
 	$(PY) -m pytest -q vm-images/test_vmrun_unit.py vm-images/test_training_unit.py
 

@@ -106,6 +106,17 @@ unsigned long rv_cold_used(void)
 	return cold_used > hot_size ? cold_used - hot_size : 0;
 }
 
+/*
+ * Not memset(): rv_cold_alloc() runs from coherence.c's kretprobe handler
+ * too, where kernel text would run natively; WRITE_ONCE keeps the compiler
+ * from turning the loop into a memset() call.
+ */
+static void fill_int3(u8 *p, unsigned long n)
+{
+	while (n--)
+		WRITE_ONCE(*p++, 0xcc);
+}
+
 void *rv_cold_alloc(unsigned long size, unsigned long align)
 {
 	struct rv_cache *c = rv_cache;
@@ -120,7 +131,7 @@ void *rv_cold_alloc(unsigned long size, unsigned long align)
 		s->hi = p;
 	gap = max(c->base + cold_used, s->lo);
 	if (p > gap && gap < s->hi)		/* alignment padding, staged */
-		memset(rv_w(gap, 1), 0xcc, min(p, s->hi) - gap);
+		fill_int3(rv_w(gap, 1), min(p, s->hi) - gap);
 	cold_used = off + size;
 	return p;
 }

@@ -18,6 +18,7 @@
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
 #include <linux/module.h>
+#include <asm/pgtable_64_types.h>
 #include "rv.h"
 
 static struct kretprobe poke_krp, batch_krp;
@@ -101,25 +102,35 @@ static int batch_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/*
+ * Where text_poke_bp may write: vmlinux's text, module text or an ftrace
+ * trampoline.  Only a range check: this handler runs on the kernel's
+ * stack, where a call into kernel text (rv_translatable() asks the module
+ * list) would run natively, unordered.
+ */
+static bool poked_text(unsigned long a)
+{
+	return (a >= rv_k.stext && a < rv_k.etext) || (a >= MODULES_VADDR && a < MODULES_END);
+}
+
 static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct batch_data *d = (void *)ri->data;
 	unsigned int i;
 
 	for (i = 0; i < d->n; i++) {
-		struct rv_sc_site sc;
 		const u8 *e = d->tp + 16 * i;
 		unsigned long a = rv_k.stext + *(const s32 *)e;
 		unsigned int len = e[8];
 
-		if (!len || len > 5 || d->n > 4096 || !rv_translatable(a)) {
+		if (!len || len > 5 || d->n > 4096 || !poked_text(a)) {
 			rv_invalidate_range(0, ~0UL);
 			return 0;
 		}
 		/* translated from its key, never from its bytes: no block
 		 * depends on them (and a key flipped in a loop would fill the
 		 * code cache with retranslations) */
-		if (rv_jl_keyed(a) || (len == 5 && rv_sc_find(a, &sc)))
+		if (rv_jl_keyed(a) || (len == 5 && rv_sc_keyed(a)))
 			continue;
 		rv_invalidate_range(a, a + len);
 	}

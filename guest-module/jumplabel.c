@@ -20,31 +20,22 @@
 #include <linux/kernel.h>
 #include <linux/jump_label.h>
 #include <linux/module.h>
-#include <linux/sort.h>
-#include <linux/vmalloc.h>
 #include "rv.h"
 #include "instrument.h"
 #include "crewinstr.h"
+#include "sitetab.h"
 
 struct jl_ent {
-	unsigned long pc;
+	unsigned long pc;	/* first: rv_sitetab */
 	const struct jump_entry *e;
 	unsigned int len;	/* decoded at load: 2 or 5, 0 if odd */
 };
 
-static struct jl_ent *tab;
-static unsigned long ntab, tab_bytes;
+static struct rv_sitetab tab;
 static unsigned long n_bad;	/* sites left to their bytes (odd length) */
 bool rv_jl_keys = true;
 module_param_named(jl_keys, rv_jl_keys, bool, 0444);
 MODULE_PARM_DESC(jl_keys, "byte/train mode: translate jump-label sites as an ordered read of their static key (0: copy their current bytes, as before; a key flipped during a recording may then not replay)");
-
-static int cmp_ent(const void *a, const void *b)
-{
-	const struct jl_ent *x = a, *y = b;
-
-	return x->pc < y->pc ? -1 : x->pc > y->pc;
-}
 
 /* 2 or 5: from the bytes, or where an int3 is in place, from the distance */
 static unsigned int site_len(const struct jump_entry *e)
@@ -72,29 +63,32 @@ static bool fill_site(const struct jump_entry *e, unsigned int len, struct rv_jl
 	return true;
 }
 
+static bool keyed_here(unsigned long pc)
+{
+	return rv_jl_keys && (rv_byte || rv_train) && rv_instr_allowed(pc);
+}
+
+/* vmlinux's site at @pc, or NULL; calls no kernel text */
+static const struct jl_ent *vmlinux_entry(unsigned long pc)
+{
+	if (!keyed_here(pc) || pc < rv_k.stext || pc >= rv_k.etext)
+		return NULL;
+	return rv_sitetab_find(&tab, pc);
+}
+
 /* *@len: the site's length, known for vmlinux's sites (0: decode it) */
 static const struct jump_entry *entry_at(unsigned long pc, unsigned int *len)
 {
-	unsigned long lo = 0, hi = ntab;
+	const struct jl_ent *v;
 	struct module *mod;
 	unsigned int i;
 
-	if (!rv_jl_keys || !tab || !(rv_byte || rv_train) || !rv_instr_allowed(pc))
+	if (!keyed_here(pc) || !tab.ents)
 		return NULL;
 	if (pc >= rv_k.stext && pc < rv_k.etext) {
-		while (lo < hi) {
-			unsigned long mid = lo + (hi - lo) / 2;
-
-			if (tab[mid].pc == pc) {
-				*len = tab[mid].len;
-				return tab[mid].e;
-			}
-			if (tab[mid].pc < pc)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return NULL;
+		v = rv_sitetab_find(&tab, pc);
+		*len = v ? v->len : 0;
+		return v ? v->e : NULL;
 	}
 	*len = 0;
 	mod = rv_k.module_text_address(pc);
@@ -134,9 +128,9 @@ bool rv_jl_find(unsigned long pc, struct rv_jl_site *s)
  */
 bool rv_jl_keyed(unsigned long pc)
 {
-	unsigned int len;
+	const struct jl_ent *v = vmlinux_entry(pc);
 
-	return entry_at(pc, &len) && len;
+	return v && v->len;
 }
 
 /* callers of rv_jl_find hold the translator lock, whose irqs-off section
@@ -144,7 +138,7 @@ bool rv_jl_keyed(unsigned long pc)
 int rv_jl_init(void)
 {
 	const struct jump_entry *start, *stop, *e;
-	unsigned long n = 0;
+	int ret;
 
 	if (!rv_jl_keys)
 		return 0;
@@ -152,40 +146,37 @@ int rv_jl_init(void)
 	stop = (const void *)rv_ksym("__stop___jump_table");
 	if (!start || !stop || stop < start)
 		return -ENOENT;
-	tab_bytes = array_size(stop - start, sizeof(*tab));
-	tab = vmalloc(tab_bytes);
-	if (!tab)
-		return -ENOMEM;
+	ret = rv_sitetab_alloc(&tab, stop - start, sizeof(struct jl_ent));
+	if (ret)
+		return ret;
 	for (e = start; e < stop; e++) {
 		unsigned long pc = jump_entry_code(e);
+		struct jl_ent *v;
 
 		/* init text is gone once the module can load */
 		if (jump_entry_is_init(e) || pc < rv_k.stext || pc >= rv_k.etext)
 			continue;
-		tab[n].pc = pc;
-		tab[n].len = site_len(e);
-		if (!tab[n].len)
+		v = rv_sitetab_add(&tab, pc);
+		v->e = e;
+		v->len = site_len(e);
+		if (!v->len)
 			n_bad++;
-		tab[n++].e = e;
 	}
-	sort(tab, n, sizeof(*tab), cmp_ent, NULL);
-	ntab = n;
-	pr_info(RV_PR "%lu jump-label sites translated from their keys\n", n);
+	rv_sitetab_sort(&tab);
+	pr_info(RV_PR "%lu jump-label sites translated from their keys\n", tab.n);
 	return 0;
 }
 
 /* byte mode: module-private memory (not hashed at checkpoints) */
 void rv_jl_excl(void)
 {
-	if (tab)
-		rv_byte_excl_va(tab, tab_bytes);
+	if (tab.ents)
+		rv_byte_excl_va(tab.ents, tab.bytes);
 }
 
 void rv_jl_exit(void)
 {
-	vfree(tab);
-	tab = NULL;
-	ntab = 0;
+	rv_sitetab_free(&tab);
 }
 
 unsigned long rv_jl_bad(void)

@@ -161,6 +161,7 @@ int rv_sc_init(void);
 void rv_sc_exit(void);
 void rv_sc_excl(void);
 bool rv_sc_find(unsigned long pc, struct rv_sc_site *s);
+bool rv_sc_keyed(unsigned long pc);
 
 /* C entry points called by generated stubs */
 unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret);

@@ -16,23 +16,20 @@
  * copies the site, and a recording's key read there is an untrained
  * access, still ordered.
  */
-#include <linux/bsearch.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
-#include <linux/sort.h>
 #include <linux/static_call_types.h>
-#include <linux/vmalloc.h>
 #include "rv.h"
 #include "instrument.h"
 #include "crewinstr.h"
+#include "sitetab.h"
 
 struct sc_ent {
-	unsigned long pc;
+	unsigned long pc;	/* first: rv_sitetab */
 	const struct static_call_site *s;
 };
 
-static struct sc_ent *tab;
-static unsigned long ntab, tab_bytes;
+static struct rv_sitetab tab;
 
 static unsigned long site_pc(const struct static_call_site *s)
 {
@@ -44,13 +41,6 @@ static unsigned long site_key(const struct static_call_site *s)
 	return (long)s->key + (unsigned long)&s->key;
 }
 
-static int cmp_ent(const void *a, const void *b)
-{
-	const struct sc_ent *x = a, *y = b;
-
-	return x->pc < y->pc ? -1 : x->pc > y->pc;
-}
-
 static bool fill(const struct static_call_site *site, struct rv_sc_site *s)
 {
 	s->pc = site_pc(site);
@@ -59,17 +49,33 @@ static bool fill(const struct static_call_site *site, struct rv_sc_site *s)
 	return true;
 }
 
+static bool keyed_here(unsigned long pc)
+{
+	return rv_jl_keys && rv_byte && rv_instr_allowed(pc);
+}
+
+/*
+ * A vmlinux site, translated from its key?  Calls no kernel text: for
+ * coherence.c's kretprobe handler, on the kernel's stack.  A module's
+ * sites are found when translated, and their pokes still drop blocks.
+ */
+bool rv_sc_keyed(unsigned long pc)
+{
+	return keyed_here(pc) && pc >= rv_k.stext && pc < rv_k.etext &&
+	       rv_sitetab_find(&tab, pc);
+}
+
 /* is @pc a static-call site translated from its key (never its bytes)? */
 bool rv_sc_find(unsigned long pc, struct rv_sc_site *s)
 {
-	struct sc_ent k = { .pc = pc }, *hit;
+	const struct sc_ent *hit;
 	struct module *mod;
 	int i;
 
-	if (!rv_jl_keys || !tab || !rv_byte || !rv_instr_allowed(pc))
+	if (!keyed_here(pc) || !tab.ents)
 		return false;
 	if (pc >= rv_k.stext && pc < rv_k.etext) {
-		hit = bsearch(&k, tab, ntab, sizeof(*tab), cmp_ent);
+		hit = rv_sitetab_find(&tab, pc);
 		return hit && fill(hit->s, s);
 	}
 	mod = rv_k.module_text_address(pc);
@@ -87,7 +93,7 @@ bool rv_sc_find(unsigned long pc, struct rv_sc_site *s)
 int rv_sc_init(void)
 {
 	const struct static_call_site *start, *stop, *site;
-	unsigned long n = 0;
+	int ret;
 
 	if (!rv_jl_keys)
 		return 0;
@@ -95,34 +101,32 @@ int rv_sc_init(void)
 	stop = (const void *)rv_ksym("__stop_static_call_sites");
 	if (!start || !stop || stop < start)
 		return -ENOENT;
-	tab_bytes = array_size(stop - start, sizeof(*tab));
-	tab = vmalloc(tab_bytes);
-	if (!tab)
-		return -ENOMEM;
+	ret = rv_sitetab_alloc(&tab, stop - start, sizeof(struct sc_ent));
+	if (ret)
+		return ret;
 	for (site = start; site < stop; site++) {
 		unsigned long pc = site_pc(site);
+		struct sc_ent *v;
 
 		/* init text is gone once the module can load */
 		if ((site_key(site) & STATIC_CALL_SITE_INIT) || pc < rv_k.stext || pc >= rv_k.etext)
 			continue;
-		tab[n].pc = pc;
-		tab[n++].s = site;
+		v = rv_sitetab_add(&tab, pc);
+		v->s = site;
 	}
-	sort(tab, n, sizeof(*tab), cmp_ent, NULL);
-	ntab = n;
-	pr_info(RV_PR "%lu static-call sites translated from their keys\n", n);
+	rv_sitetab_sort(&tab);
+	pr_info(RV_PR "%lu static-call sites translated from their keys\n", tab.n);
 	return 0;
 }
 
+/* byte mode: module-private memory (not hashed at checkpoints) */
 void rv_sc_excl(void)
 {
-	if (tab)
-		rv_byte_excl_va(tab, tab_bytes);
+	if (tab.ents)
+		rv_byte_excl_va(tab.ents, tab.bytes);
 }
 
 void rv_sc_exit(void)
 {
-	vfree(tab);
-	tab = NULL;
-	ntab = 0;
+	rv_sitetab_free(&tab);
 }

@@ -1,0 +1,2 @@
+#define vmalloc(n) malloc(n)
+#define vfree(p) free(p)
