@@ -104,6 +104,7 @@ struct rv_stats {
 	u64 fixups, fixup_miss, invalidations, inval_blocks, kret_enter;
 	u64 jl_sites;		/* jump-label sites translated from their key */
 	u64 sc_sites;		/* static-call sites translated from their key */
+	u64 sc_direct;		/* ... of which call their current target directly */
 };
 DECLARE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 #define rv_stat_inc(f) this_cpu_inc(rv_pcpu_stats.f)

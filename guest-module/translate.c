@@ -391,10 +391,17 @@ static void emit_jump_label(struct rv_emit *e, struct exit *x, int *nx,
 /*
  * Byte mode (callret=0): a static-call site (staticcall.c) becomes a
  * CREW-ordered read of key->func and what the kernel would have patched
- * there for that value, through the dispatcher:
+ * there for that value.  The target the key held when the block was
+ * translated is called directly, as a call rel32 would be (cond_resched
+ * is a static call, met in every loop that may sleep); any other goes
+ * through the dispatcher.  Either way the same function runs, so which
+ * path a vCPU takes (it depends on when its block was translated) is not
+ * part of what a replay must repeat.
  *
  *	push %rcx; movabs $key,%rcx; [check] mov (%rcx),%rcx; [release]
- *	jrcxz 1f; push %rcx; mov 8(%rsp),%rcx
+ *	jrcxz 1f; cmp $then,%rcx; jne 2f; pop %rcx
+ *	call: push $next; jmp <then>		tail: jmp <then>
+ *	2: push %rcx; mov 8(%rsp),%rcx
  *	call: movq $next,8(%rsp); jmp ind_call	tail: pop (%rsp); jmp ind_stub
  *	1: pop %rcx; call: jmp <next> (nop)	tail: jmp ind_stub (ret)
  */
@@ -405,11 +412,25 @@ static void emit_static_call(struct rv_emit *e, struct exit *x, int *nx,
 	static const u8 restore[] = { 0x51, 0x48, 0x8b, 0x4c, 0x24, 0x08 };
 	static const u8 ret_at[] = { 0x48, 0xc7, 0x44, 0x24, 0x08 };	/* movq $imm,8(%rsp) */
 	static const u8 pop_top[] = { 0x8f, 0x04, 0x24 };	/* pop (%rsp) */
+	static const u8 cmp_rcx[] = { 0x48, 0x81, 0xf9 };	/* cmp $imm32,%rcx */
 	unsigned long next = s->pc + 5;
+	/* struct static_call_key: func comes first */
+	unsigned long then = READ_ONCE(*(const unsigned long *)s->key);
 	struct insn insn;
-	u8 *jz;
+	u8 *jz, *jne;
 
 	jz = emit_key_read(e, s->key, ld, sizeof(ld), s->pc, &insn);
+	if (then && rv_fits32(then) && rv_translatable(then)) {
+		e_bytes(e, cmp_rcx, sizeof(cmp_rcx));
+		e_u32(e, (u32)then);
+		e_u8(e, 0x75); jne = e->p; e_u8(e, 0);	/* jne 2f */
+		e_u8(e, 0x59);				/* pop %rcx */
+		if (!s->tail)
+			e_push_imm(e, next);
+		jmp_exit(e, x, nx, then);
+		e_fill8(jne, e->p);
+		rv_stat_inc(sc_direct);
+	}
 	e_bytes(e, restore, sizeof(restore));		/* push %rcx; mov 8(%rsp),%rcx */
 	if (s->tail) {
 		e_bytes(e, pop_top, sizeof(pop_top));
