@@ -207,12 +207,19 @@ bool rv_instrument(struct rv_emit *e, struct insn *insn, unsigned long pc, unsig
 	return false;
 }
 
-void rv_instrument_post(struct rv_emit *e, struct insn *insn, unsigned long pc)
+static void post(struct rv_emit *e, struct insn *insn, unsigned long pc, bool keep_flags)
 {
 	struct rv_memop m;
 
-	if (rv_instr && rv_instr->post && describe(insn, pc, &m))
+	if (rv_instr && rv_instr->post && describe(insn, pc, &m)) {
+		m.keep_flags = keep_flags;
 		rv_instr->post(e, insn, &m);
+	}
+}
+
+void rv_instrument_post(struct rv_emit *e, struct insn *insn, unsigned long pc)
+{
+	post(e, insn, pc, false);
 }
 
 /*
@@ -232,12 +239,7 @@ bool rv_instrument_read(struct rv_emit *e, struct insn *insn, unsigned long pc)
 
 void rv_instrument_read_post(struct rv_emit *e, struct insn *insn, unsigned long pc)
 {
-	struct rv_memop m;
-
-	if (rv_instr && rv_instr->post && describe(insn, pc, &m)) {
-		m.keep_flags = true;
-		rv_instr->post(e, insn, &m);
-	}
+	post(e, insn, pc, true);
 }
 
 /* ---- "count": inline counters, flags preserved ---- */

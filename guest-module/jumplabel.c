@@ -137,19 +137,19 @@ bool rv_jl_keyed(unsigned long pc)
  * keeps a module's text and table from going away */
 int rv_jl_init(void)
 {
-	const struct jump_entry *start, *stop, *e;
+	const struct jump_entry *start, *e;
+	unsigned long n;
 	int ret;
 
 	if (!rv_jl_keys)
 		return 0;
-	start = (const void *)rv_ksym("__start___jump_table");
-	stop = (const void *)rv_ksym("__stop___jump_table");
-	if (!start || !stop || stop < start)
+	start = rv_ksym_table("__start___jump_table", "__stop___jump_table", sizeof(*start), &n);
+	if (!start)
 		return -ENOENT;
-	ret = rv_sitetab_alloc(&tab, stop - start, sizeof(struct jl_ent));
+	ret = rv_sitetab_alloc(&tab, n, sizeof(struct jl_ent));
 	if (ret)
 		return ret;
-	for (e = start; e < stop; e++) {
+	for (e = start; e < start + n; e++) {
 		unsigned long pc = jump_entry_code(e);
 		struct jl_ent *v;
 

@@ -17,6 +17,18 @@ unsigned long rv_ksym(const char *name)
 	return a;
 }
 
+/* the table between two linker symbols (__start_X, __stop_X): its first
+ * entry, and in *@n how many of @size bytes it holds; NULL if not found */
+const void *rv_ksym_table(const char *start, const char *stop, size_t size, unsigned long *n)
+{
+	unsigned long lo = rv_ksym(start), hi = rv_ksym(stop);
+
+	if (!lo || !hi || hi < lo)
+		return NULL;
+	*n = (hi - lo) / size;
+	return (const void *)lo;
+}
+
 int rv_ksyms_init(void)
 {
 	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };

@@ -22,6 +22,7 @@ struct pt_regs;
 /* ---- kernel symbols not exported to modules (ksyms.c) ---- */
 int rv_ksyms_init(void);
 unsigned long rv_ksym(const char *name);
+const void *rv_ksym_table(const char *start, const char *stop, size_t size, unsigned long *n);
 
 struct rv_kfuncs {
 	int (*insn_decode)(struct insn *insn, const void *kaddr, int buf_len,

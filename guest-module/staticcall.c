@@ -92,19 +92,20 @@ bool rv_sc_find(unsigned long pc, struct rv_sc_site *s)
 
 int rv_sc_init(void)
 {
-	const struct static_call_site *start, *stop, *site;
+	const struct static_call_site *start, *site;
+	unsigned long n;
 	int ret;
 
 	if (!rv_jl_keys)
 		return 0;
-	start = (const void *)rv_ksym("__start_static_call_sites");
-	stop = (const void *)rv_ksym("__stop_static_call_sites");
-	if (!start || !stop || stop < start)
+	start = rv_ksym_table("__start_static_call_sites", "__stop_static_call_sites",
+			      sizeof(*start), &n);
+	if (!start)
 		return -ENOENT;
-	ret = rv_sitetab_alloc(&tab, stop - start, sizeof(struct sc_ent));
+	ret = rv_sitetab_alloc(&tab, n, sizeof(struct sc_ent));
 	if (ret)
 		return ret;
-	for (site = start; site < stop; site++) {
+	for (site = start; site < start + n; site++) {
 		unsigned long pc = site_pc(site);
 		struct sc_ent *v;
 

@@ -335,15 +335,6 @@ static void emit_ret_imm_byte(struct rv_emit *e, u16 n)
 }
 
 /*
- * Byte and training mode: a jump-label site (jumplabel.c) becomes a read
- * of its key, ordered by CREW like any other access, and a jump when
- * (key->enabled != 0) ^ branch; never its bytes, which another vCPU may
- * be rewriting.  An arm that goes backwards is a back edge's det point.
- *
- *	push %rcx; movabs $key,%rcx; [check] mov (%rcx),%ecx; [release]
- *	jrcxz 1f; pop %rcx; jmp <enabled arm>; 1: pop %rcx; jmp <disabled arm>
- */
-/*
  * push %rcx; movabs $key,%rcx; [check] @ld (a load from (%rcx) into
  * %rcx, counted as @pc's access); [release]; jrcxz 1f.  Returns the
  * jrcxz's rel8 for the caller to fill with its label 1.
@@ -365,6 +356,15 @@ static u8 *emit_key_read(struct rv_emit *e, unsigned long key, const u8 *ld, int
 	return jz;
 }
 
+/*
+ * Byte and training mode: a jump-label site (jumplabel.c) becomes a read
+ * of its key, ordered by CREW like any other access, and a jump when
+ * (key->enabled != 0) ^ branch; never its bytes, which another vCPU may
+ * be rewriting.  An arm that goes backwards is a back edge's det point.
+ *
+ *	push %rcx; movabs $key,%rcx; [check] mov (%rcx),%ecx; [release]
+ *	jrcxz 1f; pop %rcx; jmp <enabled arm>; 1: pop %rcx; jmp <disabled arm>
+ */
 static void emit_jump_label(struct rv_emit *e, struct exit *x, int *nx,
 			    const struct rv_jl_site *s)
 {
