@@ -13,13 +13,18 @@
  * kernel's poke_int3_handler expects it).  Module text is dropped when the
  * module goes away.  Byte and training mode translate jump-label and
  * static-call sites from their keys (jumplabel.c, staticcall.c): their
- * pokes drop nothing.
+ * pokes drop nothing.  Byte mode orders the other sites of a batch
+ * (pokebatch.c): while it runs they are translated from its table.
  */
 #include <linux/kernel.h>
+#include <linux/ftrace.h>
 #include <linux/kprobes.h>
 #include <linux/module.h>
 #include <asm/pgtable_64_types.h>
+#include <linux/seq_file.h>
 #include "rv.h"
+#include "pokebatch.h"
+#include "notrace.h"
 
 static struct kretprobe poke_krp, batch_krp;
 atomic64_t rv_pokes_seen;
@@ -90,17 +95,8 @@ static int mod_event(struct notifier_block *nb, unsigned long ev, void *data)
 struct batch_data {
 	const u8 *tp;
 	unsigned int n;
+	bool ordered;		/* its sites are in pb */
 };
-
-static int batch_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
-{
-	struct batch_data *d = (void *)ri->data;
-
-	d->tp = (const u8 *)regs->di;
-	d->n = regs->si;
-	atomic64_inc(&rv_pokes_seen);
-	return 0;
-}
 
 /*
  * Where text_poke_bp may write: vmlinux's text, module text or an ftrace
@@ -113,11 +109,91 @@ static bool poked_text(unsigned long a)
 	return (a >= rv_k.stext && a < rv_k.etext) || (a >= MODULES_VADDR && a < MODULES_END);
 }
 
+/* byte mode: the batch in flight (text_mutex: one at a time) */
+static struct rv_pokebatch pb;
+static bool pb_live;		/* translator lock: the translator uses pb */
+static u64 pb_gen;
+u64 rv_pb_tag;			/* pb_gen << RV_PB_GEN_SHIFT, read at do_sync_core */
+static u64 pb_ordered, pb_refused[RV_PB_NEW_INSN + 1];
+
+bool rv_pb_in_text(unsigned long pc)
+{
+	return poked_text(pc);
+}
+
+/* translated from their keys, never from their bytes: no block depends on
+ * them (and a key flipped in a loop would fill the code cache) */
+bool rv_pb_keyed(unsigned long pc, unsigned int len)
+{
+	return rv_jl_keyed(pc) || (len == 5 && rv_sc_keyed(pc));
+}
+
+const u8 *rv_pb_bytes(unsigned long pc)
+{
+	return (const u8 *)pc;
+}
+
+/* translator only, under its lock */
+const struct rv_pokebatch *rv_pokes_live(void)
+{
+	return pb_live ? &pb : NULL;
+}
+
+/* before the batch writes anything: its sites go to pb, their blocks go */
+static bool pokes_begin(const u8 *tp, unsigned int n)
+{
+	enum rv_pb_refusal r;
+	unsigned long flags;
+
+	if (!rv_byte || !rv_k.do_sync_core)
+		return false;
+	flags = rv_xlate_lock();
+	r = rv_pb_fill(&pb, tp, n, rv_k.stext, pb_gen + 1);
+	if (r == RV_PB_OK) {
+		pb_gen++;
+		WRITE_ONCE(rv_pb_tag, pb_gen << RV_PB_GEN_SHIFT);
+		pb_live = true;
+	}
+	rv_xlate_unlock(flags);
+	if (r != RV_PB_OK) {
+		pb_refused[r]++;
+		return false;
+	}
+	pb_ordered++;
+	rv_invalidate_sites(&pb);
+	return true;
+}
+
+/* every CPU has run the last sync: translate the sites from their bytes */
+static void pokes_end(void)
+{
+	unsigned long flags = rv_xlate_lock();
+
+	pb_live = false;
+	rv_xlate_unlock(flags);
+	rv_invalidate_sites(&pb);
+}
+
+static int batch_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct batch_data *d = (void *)ri->data;
+
+	d->tp = (const u8 *)regs->di;
+	d->n = regs->si;
+	atomic64_inc(&rv_pokes_seen);
+	d->ordered = pokes_begin(d->tp, d->n);
+	return 0;
+}
+
 static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct batch_data *d = (void *)ri->data;
 	unsigned int i;
 
+	if (d->ordered) {
+		pokes_end();
+		return 0;
+	}
 	for (i = 0; i < d->n; i++) {
 		const u8 *e = d->tp + 16 * i;
 		unsigned long a = rv_k.stext + *(const s32 *)e;
@@ -127,14 +203,22 @@ static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 			rv_invalidate_range(0, ~0UL);
 			return 0;
 		}
-		/* translated from its key, never from its bytes: no block
-		 * depends on them (and a key flipped in a loop would fill the
-		 * code cache with retranslations) */
-		if (rv_jl_keyed(a) || (len == 5 && rv_sc_keyed(a)))
+		if (rv_pb_keyed(a, len))
 			continue;
 		rv_invalidate_range(a, a + len);
 	}
 	return 0;
+}
+
+void rv_pokes_show(struct seq_file *m)
+{
+	static const char *const why[] = { "ok", "too_many", "len", "where", "order",
+					   "old_insn", "new_insn" };
+	int i;
+
+	seq_printf(m, "poke_batches_ordered %llu\n", pb_ordered);
+	for (i = 1; i <= RV_PB_NEW_INSN; i++)
+		seq_printf(m, "poke_batches_unordered_%s %llu\n", why[i], pb_refused[i]);
 }
 
 static struct kretprobe batch_krp = {
@@ -145,13 +229,84 @@ static struct kretprobe batch_krp = {
 	.maxactive = 16,
 };
 
+/*
+ * Byte mode: ftrace trampolines made for one ftrace_ops.  ftrace takes the
+ * ops off its list (is_ftrace_trampoline() turns false) before the batch
+ * that stops calling its trampoline, so for a while CPUs still run it, and
+ * a translation made then sent them to native code.  A trampoline stays
+ * translatable from its first translation until module_memfree() frees
+ * it; then its blocks go, as its pages may come back as another one.
+ * Each has pages of its own (module_alloc): one page each here, as
+ * ftrace_regs_caller's copy is a few hundred bytes.
+ */
+#define N_TRAMPS 16
+static unsigned long tramps[N_TRAMPS];
+
+void rv_tramp_note(unsigned long pc)
+{
+	unsigned long page = pc & PAGE_MASK;
+	int i;
+
+	for (i = 0; i < N_TRAMPS; i++)
+		if (READ_ONCE(tramps[i]) == page)
+			return;
+	for (i = 0; i < N_TRAMPS; i++)
+		if (!READ_ONCE(tramps[i]) && !cmpxchg(&tramps[i], 0, page))
+			return;
+}
+
+bool rv_tramp_known(unsigned long pc)
+{
+	unsigned long page = pc & PAGE_MASK;
+	int i;
+
+	for (i = 0; i < N_TRAMPS; i++)
+		if (READ_ONCE(tramps[i]) == page)
+			return true;
+	return false;
+}
+
+static int memfree_entry(struct kprobe *kp, struct pt_regs *regs)
+{
+	unsigned long page = regs->di;
+	int i;
+
+	for (i = 0; i < N_TRAMPS; i++)
+		if (page && READ_ONCE(tramps[i]) == page) {
+			rv_invalidate_range(page, page + PAGE_SIZE);
+			WRITE_ONCE(tramps[i], 0);
+		}
+	return 0;
+}
+
+static struct kprobe memfree_kp = {
+	.symbol_name = "module_memfree",
+	.pre_handler = memfree_entry,
+};
+
 static struct notifier_block mod_nb = { .notifier_call = mod_event };
-static bool poke_on, mod_on, batch_on;
+static bool poke_on, mod_on, batch_on, memfree_on;
+
+/* byte mode: the function tracer leaves alone what the module runs natively */
+static void notrace_native_callees(void)
+{
+	static const char *const names[] = { RV_NATIVE_CALLEES };
+	char buf[KSYM_NAME_LEN];
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		strscpy(buf, names[i], sizeof(buf));
+		ftrace_set_global_notrace(buf, strlen(buf), 0);
+	}
+}
 
 int rv_coherence_init(void)
 {
-	int ret = register_kretprobe(&poke_krp);
+	int ret;
 
+	if (rv_byte)
+		notrace_native_callees();
+	ret = register_kretprobe(&poke_krp);
 	if (ret) {
 		pr_err(RV_PR "kretprobe on text_poke failed: %d\n", ret);
 		return ret;
@@ -163,6 +318,12 @@ int rv_coherence_init(void)
 		return ret;
 	}
 	batch_on = true;
+	ret = register_kprobe(&memfree_kp);
+	if (ret) {
+		pr_err(RV_PR "kprobe on module_memfree failed: %d\n", ret);
+		return ret;
+	}
+	memfree_on = true;
 	ret = register_module_notifier(&mod_nb);
 	if (ret)
 		return ret;
@@ -174,9 +335,11 @@ void rv_coherence_exit(void)
 {
 	if (mod_on)
 		unregister_module_notifier(&mod_nb);
+	if (memfree_on)
+		unregister_kprobe(&memfree_kp);
 	if (batch_on)
 		unregister_kretprobe(&batch_krp);
 	if (poke_on)
 		unregister_kretprobe(&poke_krp);
-	mod_on = poke_on = batch_on = false;
+	mod_on = poke_on = batch_on = memfree_on = false;
 }

@@ -56,6 +56,8 @@ int rv_ksyms_init(void)
 		rv_k.ftrace_hi += 0x40;
 	/* optional: ftrace's trampolines made for one ftrace_ops */
 	rv_k.is_ftrace_trampoline = (void *)kln("is_ftrace_trampoline");
+	/* optional: without it text pokes are not ordered (pokebatch.c) */
+	rv_k.do_sync_core = kln("do_sync_core");
 	rv_k.module_text_address = (void *)rv_ksym("__module_text_address");
 	rv_k.idle_task = (void *)rv_ksym("idle_task");
 	rv_k.unwind_start = (void *)rv_ksym("__unwind_start");

@@ -13,6 +13,7 @@
 
 struct module;
 struct seq_file;
+struct rv_pokebatch;
 struct task_struct;
 struct unwind_state;
 struct pt_regs;
@@ -34,6 +35,7 @@ struct rv_kfuncs {
 	unsigned long ftrace_lo, ftrace_hi;	/* ftrace's asm trampolines */
 	struct module *(*module_text_address)(unsigned long addr);
 	bool (*is_ftrace_trampoline)(unsigned long addr);
+	unsigned long do_sync_core;	/* text_poke_bp's IPI function */
 	struct task_struct *(*idle_task)(int cpu);
 	void (*unwind_start)(struct unwind_state *state, struct task_struct *task,
 			     struct pt_regs *regs, unsigned long *first_frame);
@@ -106,6 +108,8 @@ struct rv_stats {
 	u64 jl_sites;		/* jump-label sites translated from their key */
 	u64 sc_sites;		/* static-call sites translated from their key */
 	u64 sc_direct;		/* ... of which call their current target directly */
+	u64 pb_sites;		/* sites of a text-poke batch, translated from it */
+	u64 pb_sync_sites;	/* do_sync_core entries counting syncs */
 };
 DECLARE_PER_CPU(struct rv_stats, rv_pcpu_stats);
 #define rv_stat_inc(f) this_cpu_inc(rv_pcpu_stats.f)
@@ -134,6 +138,10 @@ bool rv_translatable(unsigned long pc);
 unsigned long rv_cache_to_native(unsigned long ip);
 unsigned long rv_cache_to_native_exact(unsigned long ip);
 void rv_invalidate_range(unsigned long start, unsigned long end);
+void rv_invalidate_sites(const struct rv_pokebatch *pb);
+/* the translator lock, for coherence.c's batch table */
+unsigned long rv_xlate_lock(void);
+void rv_xlate_unlock(unsigned long flags);
 unsigned long rv_nblocks(void);
 extern bool rv_active;
 extern bool rv_callret;
@@ -191,6 +199,13 @@ int rv_coherence_init(void);
 void rv_coherence_exit(void);
 extern atomic64_t rv_pokes_seen;
 unsigned long rv_poke_missed(void);
+void rv_pokes_show(struct seq_file *m);
+/* ftrace trampolines once translated, until freed */
+void rv_tramp_note(unsigned long pc);
+bool rv_tramp_known(unsigned long pc);
+/* the batch of text pokes byte mode orders now, if any (pokebatch.h) */
+const struct rv_pokebatch *rv_pokes_live(void);
+extern u64 rv_pb_tag;
 
 /* ---- byte-granular CREW (byte.c, crewinstr.c, crewslow.c) ---- */
 /*
@@ -223,7 +238,8 @@ struct rv_vcpu {
 	u64 enter_native;		/* switch-on: where this CPU re-enters */
 	u64 this_off;			/* copy of this_cpu_off */
 	u64 stats[12];			/* byte-mode counters, this CPU */
-	u64 spare[25];			/* keeps the host's offsets below */
+	u64 poke_seen;			/* text-poke syncs run (pokebatch.h) */
+	u64 spare[24];			/* keeps the host's offsets below */
 	/* shared with the host: untrained accesses to shared bytes (train.c) */
 	u64 untrained;			/* 920 */
 	u64 untrained_pc[8];		/* 928 */

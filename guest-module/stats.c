@@ -43,6 +43,9 @@ static int rv_show(struct seq_file *m, void *v)
 	seq_printf(m, "jump_label_sites_odd %lu\n", rv_jl_bad());
 	seq_printf(m, "static_call_sites_keyed %llu\n", S(sc_sites));
 	seq_printf(m, "static_call_sites_direct %llu\n", S(sc_direct));
+	seq_printf(m, "poke_batch_sites %llu\n", S(pb_sites));
+	seq_printf(m, "poke_sync_counts %llu\n", S(pb_sync_sites));
+	rv_pokes_show(m);
 	seq_printf(m, "invalidations %llu\n", S(invalidations));
 	seq_printf(m, "invalidated_blocks %llu\n", S(inval_blocks));
 	seq_printf(m, "entries_syscall %llu\n", READ_ONCE(rv_entries.syscalls));

@@ -29,11 +29,13 @@
 #include <linux/vmalloc.h>
 #include <linux/spinlock.h>
 #include <linux/hash.h>
+#include <asm/pgtable_64_types.h>
 #include "rv.h"
 #include "emit.h"
 #include "instrument.h"
 #include "crewinstr.h"
 #include "rvg_abi.h"
+#include "pokebatch.h"
 
 #define HASH_BITS 16
 static struct rv_block **hash;
@@ -97,8 +99,14 @@ bool rv_translatable(unsigned long pc)
 		return false;
 	if (pc >= rv_k.stext && pc < rv_k.etext)
 		return true;
-	if (rv_byte && rv_k.is_ftrace_trampoline && rv_k.is_ftrace_trampoline(pc))
-		return true;
+	if (rv_byte && rv_k.is_ftrace_trampoline && pc >= MODULES_VADDR && pc < MODULES_END) {
+		if (rv_tramp_known(pc))
+			return true;
+		if (rv_k.is_ftrace_trampoline(pc)) {
+			rv_tramp_note(pc);
+			return true;
+		}
+	}
 	preempt_disable();
 	mod = rv_k.module_text_address(pc);
 	/*
@@ -210,6 +218,24 @@ static void jcc_exit(struct rv_emit *e, struct exit *x, int *nx, int cc, unsigne
 	x[*nx].field = e->p;
 	e_u32(e, 0);
 	x[(*nx)++].target = tgt;
+}
+
+/*
+ * callret=0: a call pushes the native return address and jumps to the
+ * callee's translation; a call into native code goes through rv_ind_call,
+ * which brings the return back to the cache.
+ */
+static void call_exit(struct rv_emit *e, struct exit *x, int *nx, unsigned long tgt,
+		      unsigned long next)
+{
+	e_push_imm(e, next);
+	if (rv_byte && !rv_translatable(tgt) &&
+	    !(tgt >= rv_k.ftrace_lo && tgt < rv_k.ftrace_hi)) {
+		e_push_imm(e, tgt);
+		e_jmp(e, rv_ind_call);
+		return;
+	}
+	jmp_exit(e, x, nx, tgt);
 }
 
 /*
@@ -449,6 +475,82 @@ static void emit_static_call(struct rv_emit *e, struct exit *x, int *nx,
 	rv_stat_inc(sc_sites);
 }
 
+/*
+ * Byte mode, at do_sync_core (text_poke_bp's IPI, run on every CPU): count
+ * the sync in this CPU's poke_seen, from zero for a new batch (rv_pb_tag
+ * holds the batch in its high bits).  A function's entry: flags are dead.
+ *
+ *	push %rax; push %rcx; movabs rv_pb_tag,%rax; mov %gs:poke_seen,%rcx
+ *	cmp %rax,%rcx; cmovb %rax,%rcx; lea 1(%rcx),%rcx
+ *	mov %rcx,%gs:poke_seen; pop %rcx; pop %rax
+ */
+static void emit_sync_count(struct rv_emit *e)
+{
+	static const u8 cnt[] = { 0x48, 0x39, 0xc1, 0x48, 0x0f, 0x42, 0xc8, 0x48, 0x8d, 0x49, 0x01 };
+
+	e_u8(e, 0x50);
+	e_u8(e, 0x51);
+	e_u8(e, 0x48); e_u8(e, 0xa1); e_u64(e, (u64)(unsigned long)&rv_pb_tag);
+	e_gs(e, 0x48, 0x8b, 1, RV_GS(poke_seen));
+	e_bytes(e, cnt, sizeof(cnt));
+	e_gs(e, 0x48, 0x89, 1, RV_GS(poke_seen));
+	e_u8(e, 0x59);
+	e_u8(e, 0x58);
+	rv_stat_inc(pb_sync_sites);
+}
+
+/* one arm of a poked site: what the instruction @in at @s does */
+static void poke_arm(struct rv_emit *e, struct exit *x, int *nx, const struct rv_pb_site *s,
+		     const struct rv_pb_insn *in)
+{
+	unsigned long next = s->pc + s->len;
+	struct insn none = {};
+
+	switch (in->kind) {
+	case RV_PB_CALL:
+		call_exit(e, x, nx, in->target, next);
+		break;
+	case RV_PB_JMP:
+		if (in->target <= s->pc && rv_instr->detpoint)
+			rv_instr->detpoint(e, &none, s->pc, RV_DP_BACKEDGE);
+		jmp_exit(e, x, nx, in->target);
+		break;
+	case RV_PB_RET:
+		e_jmp(e, rv_cache->ind_stub);
+		break;
+	default:
+		jmp_exit(e, x, nx, next);
+	}
+}
+
+/*
+ * Byte mode: a site of the text-poke batch in flight (pokebatch.c), never
+ * from its bytes: the new instruction once this CPU has run the batch's
+ * last sync, the old one before.  Flags kept (an optprobe's jmp may be
+ * anywhere).
+ *
+ *	pushf; push %rcx; movabs $thr,%rcx; cmp %rcx,%gs:poke_seen; pop %rcx
+ *	jb 1f; popf; <new>; 1: popf; <old>
+ */
+static void emit_poke_site(struct rv_emit *e, struct exit *x, int *nx,
+			   const struct rv_pb_site *s, u64 thr)
+{
+	u8 *jb;
+
+	e_u8(e, 0x9c);
+	e_u8(e, 0x51);
+	e_u8(e, 0x48); e_u8(e, 0xb9); e_u64(e, thr);
+	e_gs(e, 0x48, 0x39, 1, RV_GS(poke_seen));
+	e_u8(e, 0x59);
+	jb = e_jcc32(e, 0x2);
+	e_u8(e, 0x9d);
+	poke_arm(e, x, nx, s, &s->new);
+	e_fill32(jb, (unsigned long)e->p);
+	e_u8(e, 0x9d);
+	poke_arm(e, x, nx, s, &s->old);
+	rv_stat_inc(pb_sites);
+}
+
 #define MAX_EXITS (RV_MAX_INSNS + 4)
 /* byte CREW: up to ~150 bytes of instrumentation per instruction */
 #define BLOCK_MAX_BYTES (RV_MAX_INSNS * 224 + MAX_EXITS * 40 + 64)
@@ -466,6 +568,8 @@ static struct rv_block *translate(unsigned long pc0)
 	unsigned long nlo = pc0, nhi = pc0 + 1;
 	struct rv_jl_site jl;
 	struct rv_sc_site sc;
+	const struct rv_pokebatch *pb = rv_byte ? rv_pokes_live() : NULL;
+	const struct rv_pb_site *ps;
 	bool done = false;
 
 	if (nblocks >= RV_MAX_BLOCKS)
@@ -491,6 +595,8 @@ static struct rv_block *translate(unsigned long pc0)
 		nlo = min(nlo, pc);
 		nhi = max(nhi, pc + MAX_INSN_SIZE);
 		b->ninsn = i + 1;
+		if (pc == rv_k.do_sync_core && rv_byte)
+			emit_sync_count(&e);
 		if (rv_jl_find(pc, &jl)) {
 			emit_jump_label(&e, x, &nx, &jl);
 			done = true;
@@ -498,6 +604,11 @@ static struct rv_block *translate(unsigned long pc0)
 		}
 		if (rv_sc_find(pc, &sc)) {
 			emit_static_call(&e, x, &nx, &sc);
+			done = true;
+			continue;
+		}
+		if (pb && (ps = rv_pb_find(pb, pc))) {
+			emit_poke_site(&e, x, &nx, ps, pb->thr);
 			done = true;
 			continue;
 		}
@@ -528,16 +639,7 @@ static struct rv_block *translate(unsigned long pc0)
 				e_u32(&e, 0);
 				break;
 			}
-			e_push_imm(&e, next);
-			if (rv_byte && !rv_translatable(tgt) &&
-			    !(tgt >= rv_k.ftrace_lo && tgt < rv_k.ftrace_hi)) {
-				/* into native code: it must come back to the cache */
-				e_push_imm(&e, tgt);
-				e_jmp(&e, rv_ind_call);
-				done = true;
-				break;
-			}
-			jmp_exit(&e, x, &nx, tgt);
+			call_exit(&e, x, &nx, tgt, next);
 			done = true;
 			break;
 		case 0xe9: case 0xeb:			/* jmp rel */
@@ -1073,52 +1175,112 @@ void rv_invalidate_range(unsigned long start, unsigned long end)
 	scrub_stack();
 }
 
+/* its entry nop5 -> jmp to "push $native; jmp ind_slow"; rv_lock held */
+static void drop_block(struct rv_block *b)
+{
+	struct rv_block **pp;
+	struct rv_emit e;
+	u8 *stub;
+	u64 q;
+
+	WRITE_ONCE(b->dead, 1);
+	for (pp = &hash[hfn(b->native)]; *pp; pp = &(*pp)->next)
+		if (*pp == b) {
+			WRITE_ONCE(*pp, b->next);
+			break;
+		}
+	stub = rv_byte ? rv_cold_alloc(32, 16) : rv_cache_alloc(16, 16);
+	q = READ_ONCE(*(u64 *)b->cache);
+	if (stub && rv_byte) {
+		e.p = stub;
+		e_gs_movq_imm(&e, RV_GS(x_target), (u32)b->native);
+		e_gs_movq_imm(&e, RV_GS(x_field), 0);
+		e_jmp(&e, rv_cache->chain_miss);
+		((u8 *)&q)[0] = 0xe9;
+		*(s32 *)((u8 *)&q + 1) = (s32)((unsigned long)stub - (b->cache + 5));
+	} else if (stub) {
+		e.p = stub;
+		e_push_imm(&e, b->native);
+		e_jmp(&e, rv_cache->ind_slow);
+		((u8 *)&q)[0] = 0xe9;
+		*(s32 *)((u8 *)&q + 1) = (s32)((unsigned long)stub - (b->cache + 5));
+	} else {
+		((u8 *)&q)[0] = 0xe9;
+		*(s32 *)((u8 *)&q + 1) = (s32)(b->native - (b->cache + 5));
+	}
+	WRITE_ONCE(*(u64 *)b->cache, q);
+	rv_stat_inc(inval_blocks);
+}
+
 static noinline void invalidate_range(unsigned long start, unsigned long end)
 {
 	unsigned long flags, i, n;
-	struct rv_emit e;
 
 	if (!rv_cache)
 		return;
 	rv_lock_irqsave(flags);
 	n = nblocks;
 	for (i = 0; i < n; i++) {
-		struct rv_block *b = &blocks[i], **pp;
-		u8 *stub;
-		u64 q;
+		struct rv_block *b = &blocks[i];
 
-		if (b->dead || b->nlo >= end || b->nhi <= start)
-			continue;
-		WRITE_ONCE(b->dead, 1);
-		for (pp = &hash[hfn(b->native)]; *pp; pp = &(*pp)->next)
-			if (*pp == b) {
-				WRITE_ONCE(*pp, b->next);
-				break;
-			}
-		/* entry nop5 -> jmp to "push $native; jmp ind_slow" */
-		stub = rv_byte ? rv_cold_alloc(32, 16) : rv_cache_alloc(16, 16);
-		q = READ_ONCE(*(u64 *)b->cache);
-		if (stub && rv_byte) {
-			e.p = stub;
-			e_gs_movq_imm(&e, RV_GS(x_target), (u32)b->native);
-			e_gs_movq_imm(&e, RV_GS(x_field), 0);
-			e_jmp(&e, rv_cache->chain_miss);
-			((u8 *)&q)[0] = 0xe9;
-			*(s32 *)((u8 *)&q + 1) = (s32)((unsigned long)stub - (b->cache + 5));
-		} else if (stub) {
-			e.p = stub;
-			e_push_imm(&e, b->native);
-			e_jmp(&e, rv_cache->ind_slow);
-			((u8 *)&q)[0] = 0xe9;
-			*(s32 *)((u8 *)&q + 1) = (s32)((unsigned long)stub - (b->cache + 5));
-		} else {
-			((u8 *)&q)[0] = 0xe9;
-			*(s32 *)((u8 *)&q + 1) = (s32)(b->native - (b->cache + 5));
-		}
-		WRITE_ONCE(*(u64 *)b->cache, q);
-		rv_stat_inc(inval_blocks);
+		if (!b->dead && b->nlo < end && b->nhi > start)
+			drop_block(b);
 	}
 	rv_stat_inc(invalidations);
+	rv_unlock_irqrestore(flags);
+}
+
+/* does a site of @pb (sorted, at most 5 bytes each) overlap [lo, hi)? */
+static bool hits_site(const struct rv_pokebatch *pb, unsigned long lo, unsigned long hi)
+{
+	unsigned int a = 0, z = pb->n;
+
+	while (a < z) {			/* the first site ending after lo */
+		unsigned int m = a + (z - a) / 2;
+
+		if (pb->s[m].pc + pb->s[m].len <= lo)
+			a = m + 1;
+		else
+			z = m;
+	}
+	return a < pb->n && pb->s[a].pc < hi;
+}
+
+static noinline void invalidate_sites(const struct rv_pokebatch *pb)
+{
+	unsigned long flags, i, n;
+
+	if (!rv_cache || !pb->n)
+		return;
+	rv_lock_irqsave(flags);
+	n = nblocks;
+	for (i = 0; i < n; i++) {
+		struct rv_block *b = &blocks[i];
+
+		if (!b->dead && hits_site(pb, b->nlo, b->nhi))
+			drop_block(b);
+	}
+	rv_stat_inc(invalidations);
+	rv_unlock_irqrestore(flags);
+}
+
+/* a text-poke batch's sites: one pass over the blocks, not one a site */
+void rv_invalidate_sites(const struct rv_pokebatch *pb)
+{
+	invalidate_sites(pb);
+	scrub_stack();
+}
+
+unsigned long rv_xlate_lock(void)
+{
+	unsigned long flags;
+
+	rv_lock_irqsave(flags);
+	return flags;
+}
+
+void rv_xlate_unlock(unsigned long flags)
+{
 	rv_unlock_irqrestore(flags);
 }
 
