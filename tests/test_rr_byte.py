@@ -384,6 +384,49 @@ def test_static_keys_flipped_during_a_recording_replay(tmp_path):
     assert rrtest.results(rp.output) == rrtest.results(rec.output)
 
 
+T = "/sys/kernel/tracing"
+# function tracing of hot functions turned on and off ten times, a kprobe
+# event at a function's entry (ftrace-based) five times, then tracing of
+# every function for a second, beside ipc
+FTRACE_CMD = ("mount -t tracefs nodev {t}; "
+              "echo pipe_read pipe_write schedule mutex_lock > {t}/set_ftrace_filter; "
+              "(i=0; while [ $i -lt 10 ]; do echo function > {t}/current_tracer; "
+              "echo nop > {t}/current_tracer; i=$((i+1)); done; echo RESULT ftraced $i; "
+              "j=0; while [ $j -lt 5 ]; do echo 'p:rvprobe pipe_write' > {t}/kprobe_events && "
+              "echo 1 > {t}/events/kprobes/rvprobe/enable && "
+              "echo 0 > {t}/events/kprobes/rvprobe/enable && echo > {t}/kprobe_events; "
+              "j=$((j+1)); done; echo RESULT kprobed $j; echo > {t}/set_ftrace_filter; "
+              "echo function > {t}/current_tracer; sleep 1; echo nop > {t}/current_tracer; "
+              "echo RESULT traced every function) & "
+              "/opt/rv/bin/ipc -n 20000; wait").format(t=T)
+
+
+def test_function_tracing_turned_on_during_a_recording_replays(tmp_path):
+    """ftrace rewrites the call at each traced function's entry with
+    text_poke_bp batches (int3, tail, first byte, a sync of every CPU after
+    each).  The module used to copy those bytes and drop the blocks after
+    the batch, so which version another vCPU ran depended on when its
+    block went, and a block translated while the int3 was in place ran the
+    kernel natively: this recording stalled in function_trace_call,
+    reached natively.  Now the sites of a batch in flight are translated
+    from the batch (guest-module/pokebatch.c): the old instruction until
+    the vCPU has run the batch's last sync (an IPI, at a deterministic
+    point), the new one after; and an ftrace trampoline stays translated
+    until it is freed, not only while ftrace lists it.  Tracing every
+    function also rewrote the entries of the kernel functions the module
+    calls natively (a double fault) and of the module's own (a stall):
+    the module has no ftrace sites now, and takes the former out of the
+    function tracer (guest-module/notrace.h)."""
+    log = tmp_path / "run.rr"
+    rec = record_byte(log, 2, cmd=FTRACE_CMD)
+    assert "RESULT ftraced 10" in rec.output, rec.console[-3000:]
+    assert "RESULT kprobed 5" in rec.output, rec.console[-3000:]
+    assert "RESULT traced every function" in rec.output, rec.console[-3000:]
+    assert "runs kernel text natively" not in rec.output + rec.console, rec.console[-3000:]
+    rp = rrtest.replay(log, timeout=900)
+    assert rrtest.results(rp.output) == rrtest.results(rec.output)
+
+
 # a module loaded and unloaded ten times (its text and data are vmalloc'd,
 # and freed with TLB flushes, so their addresses come back with other
 # pages), then forks (vmalloc'd kernel stacks)
