@@ -772,8 +772,20 @@ static struct rv_block *translate(unsigned long pc0)
 				break;
 			}
 			goto fallback;
+		case 0xcc:				/* int3 */
+			/*
+			 * Byte mode: not a batch's (those sites are
+			 * translated from pokebatch.c's table), so a kprobe
+			 * inside a function, armed by text_poke alone: its
+			 * handler resumes natively and the kernel would never
+			 * come back to the cache.  The recording or replay
+			 * stops, saying where.
+			 */
+			if (rv_byte && READ_ONCE(rv_active))
+				rv_byte_error(RVG_ERR_INT3, pc);
+			goto fallback;
 		case 0xca: case 0xcb:			/* far ret */
-		case 0xcc: case 0xcd: case 0xce: case 0xf1: /* int3, int, into, int1 */
+		case 0xcd: case 0xce: case 0xf1:	/* int, into, int1 */
 		case 0xea: case 0x9a:
 			goto fallback;
 		case 0xc7:

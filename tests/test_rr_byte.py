@@ -427,6 +427,30 @@ def test_function_tracing_turned_on_during_a_recording_replays(tmp_path):
     assert rrtest.results(rp.output) == rrtest.results(rec.output)
 
 
+# a kprobe event on pipe_write's second instruction (after its ftrace call)
+KPROBE_INSIDE_CMD = ("mount -t tracefs nodev {t}; echo 'p:rvp pipe_write+5' > {t}/kprobe_events && "
+                     "echo 1 > {t}/events/kprobes/rvp/enable && echo RESULT armed; "
+                     "/opt/rv/bin/ipc -n 2000").format(t=T)
+
+
+def test_kprobe_inside_a_function_stops_the_recording_saying_so(tmp_path):
+    """A kprobe inside a function is an int3 written by text_poke alone, no
+    batch: its handler resumes the kernel natively, outside CREW and det
+    points, and the recording stalled until the watchdog gave up.  The
+    translator now reports the int3 (RVG_ERR_INT3, QEMU 0066): the
+    recording stops at once, naming the pc, and its log is closed cleanly."""
+    log = tmp_path / "run.rr"
+    r = rrtest.vmrun.run(vcpus=2, accel="tcg", record=str(log), crew="byte",
+                         cmd=KPROBE_INSIDE_CMD, timeout=600)
+    assert "RESULT armed" in r.output, r.console[-2000:]
+    m = re.search(r"translator error 102 \(an int3 in kernel code that nothing orders, "
+                  r"most likely a kprobe inside a function.*\), at pc (0x[0-9a-f]+); "
+                  r"recording stopped", r.console)
+    assert m, r.console[-2000:]
+    v = subprocess.run([rrtest.REPLAY_VM, "verify", str(log)], capture_output=True, text=True)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
 # a module loaded and unloaded ten times (its text and data are vmalloc'd,
 # and freed with TLB flushes, so their addresses come back with other
 # pages), then forks (vmalloc'd kernel stacks)

@@ -146,6 +146,7 @@ struct rvg_desc {
 /* RVG_CMD_ERROR codes of the module's translator (rsi: an address) */
 #define RVG_ERR_NATIVE_RETURN	100	/* a return from native code no call made */
 #define RVG_ERR_CACHE_FULL	101	/* a kernel block could not be translated */
+#define RVG_ERR_INT3		102	/* a kernel int3 nothing orders (a kprobe) */
 #define RVG_VCPU_SIZE		1024
 
 #define RVG_STATE_ACTIVE	0
