@@ -195,9 +195,9 @@ static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 		return 0;
 	}
 	for (i = 0; i < d->n; i++) {
-		const u8 *e = d->tp + 16 * i;
+		const u8 *e = d->tp + RV_TPL_SIZE * i;
 		unsigned long a = rv_k.stext + *(const s32 *)e;
-		unsigned int len = e[8];
+		unsigned int len = e[RV_TPL_LEN];
 
 		if (!len || len > 5 || d->n > 4096 || !poked_text(a)) {
 			rv_invalidate_range(0, ~0UL);
@@ -242,19 +242,6 @@ static struct kretprobe batch_krp = {
 #define N_TRAMPS 16
 static unsigned long tramps[N_TRAMPS];
 
-void rv_tramp_note(unsigned long pc)
-{
-	unsigned long page = pc & PAGE_MASK;
-	int i;
-
-	for (i = 0; i < N_TRAMPS; i++)
-		if (READ_ONCE(tramps[i]) == page)
-			return;
-	for (i = 0; i < N_TRAMPS; i++)
-		if (!READ_ONCE(tramps[i]) && !cmpxchg(&tramps[i], 0, page))
-			return;
-}
-
 bool rv_tramp_known(unsigned long pc)
 {
 	unsigned long page = pc & PAGE_MASK;
@@ -264,6 +251,17 @@ bool rv_tramp_known(unsigned long pc)
 		if (READ_ONCE(tramps[i]) == page)
 			return true;
 	return false;
+}
+
+void rv_tramp_note(unsigned long pc)
+{
+	int i;
+
+	if (rv_tramp_known(pc))
+		return;
+	for (i = 0; i < N_TRAMPS; i++)
+		if (!READ_ONCE(tramps[i]) && !cmpxchg(&tramps[i], 0, pc & PAGE_MASK))
+			return;
 }
 
 static int memfree_entry(struct kprobe *kp, struct pt_regs *regs)

@@ -28,12 +28,6 @@
 #include <linux/types.h>
 #include "pokebatch.h"
 
-/* the 6.1 struct text_poke_loc: s32 rel_addr, s32 disp, u8 len, u8 opcode,
- * u8 text[5], u8 old */
-#define TPL_SIZE	16
-#define TPL_LEN		8
-#define TPL_TEXT	10
-
 static s32 rd_s32(const u8 *p)
 {
 	return (s32)((u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24);
@@ -97,11 +91,11 @@ unsigned int rv_pb_nsync(const u8 *tp, unsigned int n)
 	unsigned int i;
 
 	for (i = 0; i < n; i++) {
-		const u8 *e = tp + TPL_SIZE * i;
+		const u8 *e = tp + RV_TPL_SIZE * i;
 
-		if (e[TPL_LEN] > 1)
+		if (e[RV_TPL_LEN] > 1)
 			tails = true;
-		if (e[TPL_LEN] == 6 || e[TPL_TEXT] != 0xcc)
+		if (e[RV_TPL_LEN] == 6 || e[RV_TPL_TEXT] != 0xcc)
 			firsts = true;
 	}
 	return 1 + tails + firsts;
@@ -123,9 +117,9 @@ enum rv_pb_refusal rv_pb_fill(struct rv_pokebatch *pb, const u8 *tp, unsigned in
 	if (n > RV_PB_MAX)
 		return RV_PB_TOO_MANY;
 	for (i = 0; i < n; i++) {
-		const u8 *e = tp + TPL_SIZE * i;
+		const u8 *e = tp + RV_TPL_SIZE * i;
 		unsigned long pc = stext + (long)rd_s32(e);
-		unsigned int len = e[TPL_LEN];
+		unsigned int len = e[RV_TPL_LEN];
 		struct rv_pb_site *s = &pb->s[k];
 
 		if (!len || len > 5)
@@ -142,7 +136,7 @@ enum rv_pb_refusal rv_pb_fill(struct rv_pokebatch *pb, const u8 *tp, unsigned in
 		s->len = len;
 		if (!rv_pb_decode(rv_pb_bytes(pc), len, pc, &s->old))
 			return RV_PB_OLD_INSN;
-		if (!rv_pb_decode(e + TPL_TEXT, len, pc, &s->new))
+		if (!rv_pb_decode(e + RV_TPL_TEXT, len, pc, &s->new))
 			return RV_PB_NEW_INSN;
 		k++;
 	}

@@ -9,6 +9,12 @@
 
 #include <linux/types.h>
 
+/* the 6.1 struct text_poke_loc: s32 rel_addr (from _stext), s32 disp,
+ * u8 len, u8 opcode, u8 text[5], u8 old */
+#define RV_TPL_SIZE	16
+#define RV_TPL_LEN	8
+#define RV_TPL_TEXT	10
+
 /* at most the kernel's TP_VEC_MAX (a page of 16-byte text_poke_loc) */
 #define RV_PB_MAX	256
 /* low bits of a CPU's poke_seen: syncs it ran since the batch began */

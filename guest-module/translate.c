@@ -238,6 +238,15 @@ static void call_exit(struct rv_emit *e, struct exit *x, int *nx, unsigned long 
 	jmp_exit(e, x, nx, tgt);
 }
 
+/* a site's jump to @tgt: a back edge's det point first if it goes back */
+static void branch_exit(struct rv_emit *e, struct exit *x, int *nx, struct insn *insn,
+			unsigned long pc, unsigned long tgt)
+{
+	if (tgt <= pc && rv_instr->detpoint)
+		rv_instr->detpoint(e, insn, pc, RV_DP_BACKEDGE);
+	jmp_exit(e, x, nx, tgt);
+}
+
 /*
  * A jcc's exits: the taken one, then, unless superblocks go on with the
  * fall-through path, a jmp to it that ends the block (returns true).
@@ -407,9 +416,7 @@ static void emit_jump_label(struct rv_emit *e, struct exit *x, int *nx,
 		if (!k)
 			e_fill8(jz, e->p);
 		e_u8(e, 0x59);				/* pop %rcx */
-		if (arm[k] <= s->pc && rv_instr->detpoint)
-			rv_instr->detpoint(e, &insn, s->pc, RV_DP_BACKEDGE);
-		jmp_exit(e, x, nx, arm[k]);
+		branch_exit(e, x, nx, &insn, s->pc, arm[k]);
 	}
 	rv_stat_inc(jl_sites);
 }
@@ -511,9 +518,7 @@ static void poke_arm(struct rv_emit *e, struct exit *x, int *nx, const struct rv
 		call_exit(e, x, nx, in->target, next);
 		break;
 	case RV_PB_JMP:
-		if (in->target <= s->pc && rv_instr->detpoint)
-			rv_instr->detpoint(e, &none, s->pc, RV_DP_BACKEDGE);
-		jmp_exit(e, x, nx, in->target);
+		branch_exit(e, x, nx, &none, s->pc, in->target);
 		break;
 	case RV_PB_RET:
 		e_jmp(e, rv_cache->ind_stub);
