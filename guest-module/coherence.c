@@ -22,7 +22,9 @@
 #include <linux/module.h>
 #include <asm/pgtable_64_types.h>
 #include <linux/seq_file.h>
+#include <linux/fs.h>
 #include "rv.h"
+#include "rvg_abi.h"
 #include "pokebatch.h"
 #include "notrace.h"
 
@@ -114,7 +116,7 @@ static struct rv_pokebatch pb;
 static bool pb_live;		/* translator lock: the translator uses pb */
 static u64 pb_gen;
 u64 rv_pb_tag;			/* pb_gen << RV_PB_GEN_SHIFT, read at do_sync_core */
-static u64 pb_ordered, pb_refused[RV_PB_NEW_INSN + 1];
+static u64 pb_ordered, pb_refused[RV_PB_KPROBE + 1];
 
 bool rv_pb_in_text(unsigned long pc)
 {
@@ -157,6 +159,9 @@ static bool pokes_begin(const u8 *tp, unsigned int n)
 	rv_xlate_unlock(flags);
 	if (r != RV_PB_OK) {
 		pb_refused[r]++;
+		/* a kprobe being optimized: its detour would run natively */
+		if (r == RV_PB_KPROBE)
+			rv_byte_error(RVG_ERR_INT3, pb.refused_pc);
 		return false;
 	}
 	pb_ordered++;
@@ -213,11 +218,11 @@ static int batch_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 void rv_pokes_show(struct seq_file *m)
 {
 	static const char *const why[] = { "ok", "too_many", "len", "where", "order",
-					   "old_insn", "new_insn" };
+					   "old_insn", "new_insn", "kprobe" };
 	int i;
 
 	seq_printf(m, "poke_batches_ordered %llu\n", pb_ordered);
-	for (i = 1; i <= RV_PB_NEW_INSN; i++)
+	for (i = 1; i <= RV_PB_KPROBE; i++)
 		seq_printf(m, "poke_batches_unordered_%s %llu\n", why[i], pb_refused[i]);
 }
 
@@ -285,6 +290,40 @@ static struct kprobe memfree_kp = {
 static struct notifier_block mod_nb = { .notifier_call = mod_event };
 static bool poke_on, mod_on, batch_on, memfree_on;
 
+/*
+ * Byte mode: kprobes stay int3.  The kprobe optimizer (a few jiffies after
+ * a probe inside a function is armed) replaces the int3 with a jump to a
+ * detour buffer that calls the handlers and runs the copied instructions,
+ * all natively, unordered: on 6.1.0-57 the kprobe test's probe was
+ * optimized before its first hit and the recording ran kernel text
+ * natively until it stalled.  Switched off (which also unoptimizes every
+ * probe optimized before the module loaded), a probe inside a function is
+ * an int3 that the translator reports (RVG_ERR_INT3); a batch optimizing
+ * one anyway (the sysctl turned back on) is reported by pokes_begin().
+ */
+#define KPROBES_OPT_SYSCTL "/proc/sys/debug/kprobes-optimization"
+static int kprobes_opt_was = -1;	/* what the sysctl held at load */
+
+/* the sysctl's old value (0 or 1) after writing @on, -ENOENT without optprobes */
+static int kprobes_optimization(bool on)
+{
+	struct file *f = filp_open(KPROBES_OPT_SYSCTL, O_RDWR, 0);
+	char was[4] = "";
+	loff_t pos = 0;
+	ssize_t n;
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	n = kernel_read(f, was, sizeof(was) - 1, &pos);
+	pos = 0;
+	if (n > 0)
+		n = kernel_write(f, on ? "1\n" : "0\n", 2, &pos);
+	filp_close(f, NULL);
+	if (n < 0)
+		return n;
+	return was[0] == '1';
+}
+
 /* byte mode: the function tracer leaves alone what the module runs natively */
 static void notrace_native_callees(void)
 {
@@ -302,8 +341,16 @@ int rv_coherence_init(void)
 {
 	int ret;
 
-	if (rv_byte)
+	if (rv_byte) {
 		notrace_native_callees();
+		ret = kprobes_optimization(false);
+		if (ret < 0 && ret != -ENOENT) {
+			pr_err(RV_PR "cannot switch kprobe optimization off (%s): %d\n",
+			       KPROBES_OPT_SYSCTL, ret);
+			return ret;
+		}
+		kprobes_opt_was = ret;
+	}
 	ret = register_kretprobe(&poke_krp);
 	if (ret) {
 		pr_err(RV_PR "kretprobe on text_poke failed: %d\n", ret);
@@ -340,4 +387,7 @@ void rv_coherence_exit(void)
 	if (poke_on)
 		unregister_kretprobe(&poke_krp);
 	mod_on = poke_on = batch_on = memfree_on = false;
+	if (kprobes_opt_was == 1)
+		kprobes_optimization(true);
+	kprobes_opt_was = -1;
 }

@@ -114,6 +114,7 @@ enum rv_pb_refusal rv_pb_fill(struct rv_pokebatch *pb, const u8 *tp, unsigned in
 	unsigned int i, k = 0;
 
 	pb->n = 0;
+	pb->refused_pc = 0;
 	if (n > RV_PB_MAX)
 		return RV_PB_TOO_MANY;
 	for (i = 0; i < n; i++) {
@@ -122,6 +123,7 @@ enum rv_pb_refusal rv_pb_fill(struct rv_pokebatch *pb, const u8 *tp, unsigned in
 		unsigned int len = e[RV_TPL_LEN];
 		struct rv_pb_site *s = &pb->s[k];
 
+		pb->refused_pc = pc;
 		if (!len || len > 5)
 			return RV_PB_LEN;
 		if (!rv_pb_in_text(pc))
@@ -134,6 +136,13 @@ enum rv_pb_refusal rv_pb_fill(struct rv_pokebatch *pb, const u8 *tp, unsigned in
 			continue;
 		s->pc = pc;
 		s->len = len;
+		/*
+		 * Batches write their int3 after this: one there already is a
+		 * kprobe's (text_poke alone), and a batch over it is the
+		 * optimizer's jump to the probe's detour buffer.
+		 */
+		if (rv_pb_bytes(pc)[0] == 0xcc)
+			return RV_PB_KPROBE;
 		if (!rv_pb_decode(rv_pb_bytes(pc), len, pc, &s->old))
 			return RV_PB_OLD_INSN;
 		if (!rv_pb_decode(e + RV_TPL_TEXT, len, pc, &s->new))
@@ -142,6 +151,7 @@ enum rv_pb_refusal rv_pb_fill(struct rv_pokebatch *pb, const u8 *tp, unsigned in
 	}
 	pb->thr = (gen << RV_PB_GEN_SHIFT) + rv_pb_nsync(tp, n);
 	pb->n = k;
+	pb->refused_pc = 0;
 	return RV_PB_OK;
 }
 

@@ -37,6 +37,7 @@ struct rv_pb_site {
 struct rv_pokebatch {
 	u64 thr;		/* poke_seen from which a CPU runs the new code */
 	unsigned int n;		/* 0: no batch is ordered now */
+	unsigned long refused_pc;	/* the site that refused the batch */
 	struct rv_pb_site s[RV_PB_MAX];
 };
 
@@ -44,6 +45,7 @@ struct rv_pokebatch {
 enum rv_pb_refusal {
 	RV_PB_OK, RV_PB_TOO_MANY, RV_PB_LEN, RV_PB_WHERE, RV_PB_ORDER,
 	RV_PB_OLD_INSN, RV_PB_NEW_INSN,
+	RV_PB_KPROBE,		/* a kprobe's int3 at a site: optimizing it */
 };
 
 bool rv_pb_decode(const u8 *b, unsigned int len, unsigned long pc, struct rv_pb_insn *out);

@@ -135,8 +135,13 @@ static void test_fill(void)
 	assert(rv_pb_fill(&pb, tp, n, (unsigned long)text, 4) == RV_PB_ORDER);
 	assert(pb.n == 0);
 	tpl(tp + 16 * 9, 16 * 9, 5, call, 5);
-	text[16 * 4] = 0xcc;				/* an int3 already there */
+	text[16 * 4 + 1] = 0x90;			/* something else there */
 	assert(rv_pb_fill(&pb, tp, n, (unsigned long)text, 4) == RV_PB_OLD_INSN);
+	assert(pb.refused_pc == at(16 * 4));
+	/* a kprobe's int3 there: the optimizer's jump to its detour buffer */
+	text[16 * 4] = 0xcc;
+	assert(rv_pb_fill(&pb, tp, n, (unsigned long)text, 4) == RV_PB_KPROBE);
+	assert(pb.n == 0 && pb.refused_pc == at(16 * 4));
 	memcpy(text + 16 * 4, NOP5, 5);
 	tp[16 * 4 + 10] = 0x0f;				/* a jcc */
 	tp[16 * 4 + 11] = 0x84;
@@ -144,6 +149,7 @@ static void test_fill(void)
 	assert(pb.n == 0);
 	tpl(tp + 16 * 4, 16 * 4, 5, call, 5);
 	assert(rv_pb_fill(&pb, tp, n, (unsigned long)text, 5) == RV_PB_OK && pb.n == n);
+	assert(pb.refused_pc == 0);
 
 	/* nothing to order but keyed sites: an empty table, syncs counted */
 	keyed_pc = at(0);
