@@ -1,84 +1,92 @@
-"""The kernel functions the guest module calls natively, and every traced
-function they reach, are the ones byte mode takes out of the function
-tracer (guest-module/notrace.h).  Checked against the image's vmlinux: a
-new kernel, or a new native call in the module, that reaches a traced
-function the list lacks fails here instead of crashing a recording that
-turns on function tracing (no guest boots)."""
-import bisect
+"""The image's kernel against what the guest module relies on
+(vm-images/check_kernel.py, run by `make image`): kernel symbols the
+module looks up, structures it decodes without their definition, the
+arguments its handlers read from registers, and the kernel functions it
+calls natively with every traced function they reach (guest-module/
+notrace.h, which byte mode takes out of the function tracer: a new
+kernel, or a new native call in the module, that reaches a traced function
+the list lacks fails here instead of crashing a recording that turns on
+function tracing).  Each check is also shown to fail on a kernel that
+differs.  No guest boots."""
+import copy
 import os
-import re
 import subprocess
+import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-IMAGE = os.environ.get("RV_IMAGE") or os.path.join(REPO, "build", "image")
-HEADER = os.path.join(REPO, "guest-module", "notrace.h")
-# failure paths (the module's own no_calls.py allows the same), and
-# preemption, which never happens with the translator's irqs off
-STOP = ("__x86_return_thunk", "__stack_chk_fail", "__warn_printk", "panic", "_printk")
+import btf
+import check_kernel
+
+IMAGE = os.environ.get("RV_IMAGE") or check_kernel.IMAGE
+need_image = pytest.mark.skipif(not os.path.exists(os.path.join(IMAGE, "kallsyms-all.txt")),
+                                reason="no image symbols (make image)")
 
 
-def listed(macro):
-    text = open(HEADER).read()
-    body = re.search(r"#define %s((?:.*\\\n)*.*)" % macro, text).group(1)
-    return set(re.findall(r'"([^"]+)"', body))
+@pytest.fixture(scope="module")
+def kernel_btf():
+    return btf.Btf.from_elf(os.path.join(IMAGE, "vmlinux"))
 
 
-class Vmlinux:
-    def __init__(self, image):
-        self.path = os.path.join(image, "vmlinux")
-        syms = []
-        for line in open(os.path.join(image, "kallsyms.txt")):
-            p = line.split()
-            if len(p) == 2:
-                syms.append((int(p[0], 16), p[1]))
-        syms.sort()
-        self.addrs = [a for a, _ in syms]
-        self.names = [n for _, n in syms]
-        self.at = {n: a for a, n in syms}
-        self.fentry = self.at["__fentry__"]
-
-    def name_at(self, a):
-        i = bisect.bisect_right(self.addrs, a) - 1
-        return self.names[i] if i >= 0 and self.addrs[i] == a else None
-
-    def insns(self, name):
-        a = self.at[name]
-        i = bisect.bisect_right(self.addrs, a)
-        end = self.addrs[i] if i < len(self.addrs) else a + 4096
-        out = subprocess.run(["objdump", "-d", "--start-address=%#x" % a,
-                              "--stop-address=%#x" % end, self.path],
-                             capture_output=True, text=True, check=True).stdout
-        return [l for l in out.splitlines() if re.match(r"\s*ffffffff[0-9a-f]+:\t", l)]
-
-    def traced_closure(self, roots):
-        """the traced functions reached from roots by direct calls/jumps"""
-        seen, todo, traced = set(), list(roots), set()
-        while todo:
-            n = todo.pop()
-            if n in seen or n in STOP or "preempt_schedule" in n or n not in self.at:
-                continue
-            seen.add(n)
-            ins = self.insns(n)
-            if ins and ins[0].rstrip().endswith("call   %#x" % self.fentry):
-                traced.add(n)
-            for l in ins:
-                m = re.search(r"\t(?:call|jmp)\s+0x([0-9a-f]+)$", l)
-                t = m and self.name_at(int(m.group(1), 16))
-                if t and t != "__fentry__":
-                    todo.append(t)
-        return traced
+@need_image
+def test_the_image_kernel_passes_the_check():
+    r = subprocess.run([sys.executable, check_kernel.__file__, IMAGE], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "as the guest module expects" in r.stdout
 
 
-@pytest.mark.skipif(not os.path.exists(os.path.join(IMAGE, "vmlinux")),
-                    reason="no image (make image)")
+@need_image
+def test_a_missing_or_changed_symbol_is_named():
+    syms = check_kernel.read_kallsyms(IMAGE)
+    wanted = check_kernel.module_symbols()
+    assert "text_poke_bp_batch" in wanted and "__start_static_call_sites" in wanted
+    assert wanted["free_unref_page"][1], "trainfree.c's hooks must be code"
+    assert not check_kernel.check_symbols(syms, wanted)
+    gone = dict(syms)
+    del gone["do_sync_core"]
+    gone["text_poke"] = (gone["text_poke"][0], "D")
+    p = check_kernel.check_symbols(gone, wanted)
+    assert any("do_sync_core" in x and "not in this kernel" in x for x in p), p
+    assert any("text_poke " in x and "no longer code" in x for x in p), p
+
+
+def changed(b, type_id):
+    """a copy of b whose type type_id can be changed; that type"""
+    b = copy.copy(b)
+    b.types = list(b.types)
+    b.types[type_id] = copy.deepcopy(b.types[type_id])
+    return b, b.types[type_id]
+
+
+@need_image
+def test_a_changed_layout_is_named(kernel_btf):
+    assert not check_kernel.check_layouts(kernel_btf)
+    b, tpl = changed(kernel_btf, kernel_btf.by_name[(btf.STRUCT, "text_poke_loc")])
+    for m in tpl.items:
+        if m.name == "len":
+            m.bit_offset += 8
+    tpl.size = 24
+    p = check_kernel.check_layouts(b)
+    assert any("text_poke_loc: member len" in x for x in p), p
+    assert any("text_poke_loc is 24 bytes" in x for x in p), p
+
+
+@need_image
+def test_changed_arguments_are_named(kernel_btf):
+    problems, unchecked = check_kernel.check_params(kernel_btf)
+    assert not problems and not unchecked, (problems, unchecked)
+    b, proto = changed(kernel_btf, kernel_btf.find(btf.FUNC, "text_poke_bp_batch").ref)
+    proto.items.reverse()
+    problems, _ = check_kernel.check_params(b)
+    assert any(x.startswith("text_poke_bp_batch(unsigned int nr_entries") for x in problems), problems
+
+
+@need_image
 def test_notrace_list_covers_what_the_module_runs_natively():
-    vm = Vmlinux(IMAGE)
-    roots = listed("RV_NATIVE_ROOTS")
-    missing = [r for r in roots if r not in vm.at]
-    assert not missing, "notrace.h names functions this kernel lacks: %s" % missing
-    need = vm.traced_closure(roots)
-    have = listed("RV_NATIVE_CALLEES")
-    assert need <= have, "add to RV_NATIVE_CALLEES: %s" % sorted(need - have)
+    vm = check_kernel.Vmlinux(IMAGE)
+    assert not check_kernel.check_notrace(vm)
+    need = vm.traced_closure(check_kernel.listed("RV_NATIVE_ROOTS"))
     assert "insn_decode" in need and "lookup_address" in need
+    have = check_kernel.listed("RV_NATIVE_CALLEES") - {"insn_init"}
+    p = check_kernel.check_notrace(vm, have=have)
+    assert p and "insn_init" in p[0], p
