@@ -1,8 +1,0 @@
-import sys, time
-sys.path.insert(0, "/work/main/vm-images")
-import vmrun
-dbt = sys.argv[1] == "dbt"
-pre = "insmod /opt/rv/replayvm.ko dbt=1; " if dbt else ""
-r = vmrun.run(vcpus=1, cmd=pre + "/opt/rv/bin/ipc -n 2000 >/dev/null; echo RVMARK start; /opt/rv/bin/ipc -n 100000; echo RVMARK end", accel="tcg", timeout=600)
-m = dict((l, t) for t, l in r.marks)
-print(sys.argv[1], r.status, round(m["RVMARK end"] - m["RVMARK start"], 2))
