@@ -32,6 +32,8 @@ static void usage(FILE *f)
 "programs).  The command's output is printed; the exit\n"
 "status is the command's\n"
 "(124 timeout, 125 no status from the guest, 126 setup problem).\n"
+"--binary packs FILE (a static executable) into an initrd kept beside the\n"
+"log as LOG.initrd: the replay needs it, so move or copy the two together.\n"
 "\n"
 "examples:\n"
 "  replay-vm record --log run.rr --vcpus 2 --workload racy_counter\n"

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,13 +65,6 @@ static void usage(FILE *f)
 "      gdb -ex 'target remote :1234' build/image/kallsyms.elf\n"
 "  replay-vm --log run.rr --qemu build/qemu/qemu-system-x86_64\n"
 "  replay-vm --log run.rr --print-cmd      # the QEMU command (shell-quoted)\n");
-}
-
-static int file_ok(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* One argument as a POSIX shell reads it back (single quotes if needed). */
@@ -260,6 +252,7 @@ int cmd_replay(int argc, char **argv)
 	pid_t parent;
 	char logabs[4096], why[256], rr_extra[96] = "";
 	const Rr__Header *h;
+	char moved[4096];
 	char *kernel_path = NULL;	/* (the header goes with the reader) */
 	rr_reader *r;
 	rr_error err;
@@ -339,15 +332,23 @@ int cmd_replay(int argc, char **argv)
 		return 2;
 	}
 	for (size_t i = 0; i < h->n_images; i++) {
-		if (!strcmp(h->images[i]->role, "kernel") && !kernel_path)
-			kernel_path = strdup(h->images[i]->path);
-		if (!file_ok(h->images[i]->path)) {
+		const char *rec = h->images[i]->path;
+		const char *path = replay_image_path(rec, logabs, moved,
+						     sizeof(moved));
+
+		if (!path) {
 			fprintf(stderr, "replay-vm: the recording's %s image %s is "
-				"missing; replay needs the same file (sha256 "
-				"checked)\n", h->images[i]->role,
-				h->images[i]->path);
+				"missing (nor is it beside the log); replay "
+				"needs the same file (sha256 checked)\n",
+				h->images[i]->role, rec);
 			return 2;
 		}
+		if (path != rec && replay_argv_subst(qargv, rec, path) < 0) {
+			fprintf(stderr, "replay-vm: out of memory\n");
+			return 1;
+		}
+		if (!strcmp(h->images[i]->role, "kernel") && !kernel_path)
+			kernel_path = strdup(path);
 	}
 	if (access(qargv[0], X_OK)) {
 		fprintf(stderr, "replay-vm: QEMU %s is not there: build it with "

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "replay_cmdline.h"
 
@@ -274,4 +275,76 @@ char **replay_argv(const Rr__Header *h, const char *log, const char *qemu,
 		return NULL;
 	}
 	return argv;
+}
+
+static int regular_file(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+const char *replay_image_path(const char *recorded, const char *log,
+			      char *buf, size_t len)
+{
+	const char *name = strrchr(recorded, '/'), *dir_end = strrchr(log, '/');
+	int n;
+
+	if (regular_file(recorded))
+		return recorded;
+	name = name ? name + 1 : recorded;
+	if (dir_end)
+		n = snprintf(buf, len, "%.*s/%s", (int)(dir_end - log), log, name);
+	else
+		n = snprintf(buf, len, "%s", name);
+	if (n < 0 || (size_t)n >= len || !strcmp(buf, recorded))
+		return NULL;
+	return regular_file(buf) ? buf : NULL;
+}
+
+/* @c ends a path inside an option value */
+static int path_end(char c)
+{
+	return c == 0 || c == ',' || c == '"';
+}
+
+/* the first place at or after @from in @s that names @path, or NULL */
+static char *path_in(char *s, char *from, const char *path)
+{
+	size_t k = strlen(path);
+
+	/* the path starts the argument or follows '=' or '"' */
+	for (char *q = strstr(from, path); q; q = strstr(q + 1, path))
+		if ((q == s || q[-1] == '=' || q[-1] == '"') && path_end(q[k]))
+			return q;
+	return NULL;
+}
+
+int replay_argv_subst(char **argv, const char *from, const char *to)
+{
+	size_t k = strlen(from), t = strlen(to);
+	int changed = 0;
+
+	if (!k)
+		return 0;
+	for (char **a = argv; *a; a++) {
+		char *hit = path_in(*a, *a, from);
+
+		if (hit)
+			changed++;
+		while (hit) {
+			size_t head = hit - *a;
+			char *nv = malloc(strlen(*a) - k + t + 1);
+
+			if (!nv)
+				return -1;
+			memcpy(nv, *a, head);
+			memcpy(nv + head, to, t);
+			strcpy(nv + head + t, hit + k);
+			free(*a);
+			*a = nv;
+			hit = path_in(nv, nv + head + t, from);
+		}
+	}
+	return changed;
 }

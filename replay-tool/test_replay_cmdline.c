@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "replay_cmdline.h"
 
@@ -175,6 +176,57 @@ static void test_no_rr(void)
 	CHECK(a == NULL);
 }
 
+/*
+ * An image made beside the log (record --binary's initrd) is found there
+ * when the log has moved, and the command line is changed to name it.
+ */
+static void test_image_beside_the_log(void)
+{
+	char dir[] = "/tmp/rv-cmdline-XXXXXX", log[256], img[256], buf[256];
+	const char *p;
+	FILE *f;
+
+	if (!mkdtemp(dir)) {
+		CHECK(!"mkdtemp");
+		return;
+	}
+	snprintf(log, sizeof(log), "%s/run.rr", dir);
+	snprintf(img, sizeof(img), "%s/run.rr.initrd", dir);
+	f = fopen(img, "w");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	/* there: as recorded */
+	CHECK(replay_image_path(img, log, buf, sizeof(buf)) == img);
+	/* recorded elsewhere, now beside the log */
+	p = replay_image_path("/gone/away/run.rr.initrd", log, buf, sizeof(buf));
+	CHECK(p == buf && !strcmp(p, img));
+	/* nowhere */
+	CHECK(replay_image_path("/gone/away/other", log, buf, sizeof(buf)) == NULL);
+	CHECK(replay_image_path("/gone/away/run.rr.initrd", "/elsewhere/run.rr",
+				buf, sizeof(buf)) == NULL);
+	unlink(img);
+	rmdir(dir);
+
+	char *argv[] = {
+		strdup("qemu"), strdup("-initrd"), strdup("/gone/i"),
+		strdup("-drive"), strdup("file=/gone/i,if=virtio"),
+		strdup("-blockdev"), strdup("{\"filename\":\"/gone/i\",\"x\":\"/gone/i2\"}"),
+		strdup("-append"), strdup("root=/gone/i/x /gone/i"), NULL,
+	};
+	CHECK(replay_argv_subst(argv, "/gone/i", "/new/dir/i") == 3);
+	CHECK(!strcmp(argv[2], "/new/dir/i"));
+	CHECK(!strcmp(argv[4], "file=/new/dir/i,if=virtio"));
+	CHECK(!strcmp(argv[6], "{\"filename\":\"/new/dir/i\",\"x\":\"/gone/i2\"}"));
+	/* a longer path, and a path after a space, are not the image */
+	CHECK(!strcmp(argv[8], "root=/gone/i/x /gone/i"));
+	/* a replacement that contains the old path is not replaced again */
+	CHECK(replay_argv_subst(argv, "/new/dir/i", "/new/dir/i,/new/dir/i") == 3);
+	CHECK(!strcmp(argv[2], "/new/dir/i,/new/dir/i"));
+	for (char **a = argv; *a; a++)
+		free(*a);
+}
+
 int main(void)
 {
 	test_runner();
@@ -182,6 +234,7 @@ int main(void)
 	test_libvirt();
 	test_stdio_taken();
 	test_no_rr();
+	test_image_beside_the_log();
 	if (failures) {
 		fprintf(stderr, "test_replay_cmdline: %d failure(s)\n", failures);
 		return 1;

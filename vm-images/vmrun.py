@@ -142,9 +142,10 @@ def static_binary(src, exe, flags=()):
     return str(exe)
 
 
-def user_initrd(base, binary, tmpdir):
+def user_initrd(base, binary, tmpdir, out=None):
     """The base initramfs followed by a second cpio holding the user's program
-    (the kernel unpacks concatenated archives in order)."""
+    (the kernel unpacks concatenated archives in order), written to out
+    (default: in tmpdir)."""
     if not os.path.isfile(binary):
         raise SetupError("--binary %s: no such file" % binary)
     stage = os.path.join(tmpdir, "user")
@@ -156,7 +157,7 @@ def user_initrd(base, binary, tmpdir):
     with open(extra, "wb") as f:
         subprocess.run("find . | sort | cpio -o -H newc --owner 0:0 --quiet", shell=True,
                        cwd=stage, stdout=f, check=True)
-    out = os.path.join(tmpdir, "initrd")
+    out = out or os.path.join(tmpdir, "initrd")
     with open(out, "wb") as f:
         for part in (base, extra):
             with open(part, "rb") as p:
@@ -448,7 +449,10 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
     with tempfile.TemporaryDirectory(prefix="rv-run-") as tmp:
         initrd = kw.pop("initrd", None)
         if binary:
-            initrd = user_initrd(os.path.join(kw.get("image", IMAGE), "initramfs.cpio.gz"), binary, tmp)
+            # a recording's replay needs this initrd: it is kept beside the
+            # log (replay-vm looks there when the log has moved)
+            initrd = user_initrd(os.path.join(kw.get("image", IMAGE), "initramfs.cpio.gz"), binary, tmp,
+                                 out=os.path.abspath(record) + ".initrd" if record else None)
         monitor = os.path.join(tmp, "hmp")
         argv = qemu_argv(vcpus=vcpus, accel=accel, command=command, initrd=initrd,
                          monitor=monitor, **kw)
