@@ -86,6 +86,26 @@ experiment: qemu image tools
 demo: qemu image tools
 	DEMO_VCPUS=$(or $(VCPUS),2) DEMO_CREW=$(or $(CREW),page) $(PY) tests/demo.py
 
+# replay-vm on PATH, the patched QEMU and the guest runner as private
+# programs, the guest image as data, a man page made from --help
+PREFIX  ?= /usr/local
+LIBEXEC  = $(DESTDIR)$(PREFIX)/libexec/replay-vm
+SHARE    = $(DESTDIR)$(PREFIX)/share/replay-vm
+MAN1     = $(DESTDIR)$(PREFIX)/share/man/man1
+IMAGE_FILES = vmlinux vmlinuz initramfs.cpio.gz data.img kallsyms.elf kallsyms.txt KVER SHA256SUMS
+.PHONY: install uninstall
+install: qemu image tools
+	install -d $(DESTDIR)$(PREFIX)/bin $(LIBEXEC) $(SHARE)/image $(MAN1)
+	install -m 755 replay-tool/replay-vm $(DESTDIR)$(PREFIX)/bin/replay-vm
+	install -m 755 build/qemu/qemu-system-x86_64 vm-images/run vm-images/train $(LIBEXEC)/
+	install -m 644 build/qemu/VERSION vm-images/vmrun.py vm-images/training.py $(LIBEXEC)/
+	install -m 644 $(addprefix build/image/,$(IMAGE_FILES)) $(SHARE)/image/
+	$(PY) replay-tool/mkman.py replay-tool/replay-vm > $(MAN1)/replay-vm.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/replay-vm $(MAN1)/replay-vm.1
+	rm -rf $(LIBEXEC) $(SHARE)
+
 clean:
 	rm -rf build
 	-$(MAKE) -C rrlog clean

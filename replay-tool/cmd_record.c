@@ -42,7 +42,11 @@ static void usage(FILE *f)
 "  replay-vm --log run.rr                  # then replay it\n");
 }
 
-/* vm-images/run of the tree this binary was built in */
+/*
+ * The guest runner: vm-images/run of the source tree this binary was built
+ * in (SRC/replay-tool/replay-vm), or, installed (PREFIX/bin/replay-vm),
+ * PREFIX/libexec/replay-vm/run.
+ */
 static int find_runner(char *out, size_t n)
 {
 	char exe[PATH_MAX - 32];
@@ -59,6 +63,9 @@ static int find_runner(char *out, size_t n)
 		*slash = 0;
 	}
 	snprintf(out, n, "%s/vm-images/run", exe);
+	if (!access(out, X_OK))
+		return 0;
+	snprintf(out, n, "%s/libexec/replay-vm/run", exe);
 	return access(out, X_OK);
 }
 
@@ -102,8 +109,8 @@ int cmd_record(int argc, char **argv)
 	}
 	if (find_runner(runner, sizeof(runner))) {
 		fprintf(stderr, "replay-vm record: the guest runner %s is "
-			"missing; run replay-vm from its source tree (make "
-			"tools image qemu)\n", runner);
+			"missing; run replay-vm from its source tree (make) or "
+			"install it (make install)\n", runner);
 		return 126;
 	}
 	args[0] = runner;

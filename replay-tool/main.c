@@ -8,6 +8,8 @@
 #include "commands.h"
 #include "util.h"
 
+#include "version.h"	/* RV_VERSION: git describe, made by the Makefile */
+
 static const struct command commands[] = {
 	{ "info",   cmd_info,   "summarize a log: config, counts, sizes, rate" },
 	{ "dump",   cmd_dump,   "print events (text or JSON lines)" },
@@ -25,7 +27,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: replay-vm COMMAND [ARGS...]\n\ncommands:\n");
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "  %-10s %s\n", "version", "print the version of this build");
 	fprintf(f, "\n'replay-vm COMMAND --help' shows a command's options "
 		"and examples.\n\nexamples:\n"
 		"  replay-vm record --log run.rr --vcpus 2 --workload racy_counter\n"
@@ -54,6 +57,10 @@ int main(int argc, char **argv)
 					return commands[i].run(2, hv);
 		}
 		usage(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("replay-vm %s\n", RV_VERSION);
 		return EXIT_OK;
 	}
 	/* "replay-vm [--qemu Q ...] --log run.rr ..." is the replay command */

@@ -18,12 +18,22 @@ import sys
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+# installed (make install): this runner sits in PREFIX/libexec/replay-vm
+# beside the patched QEMU; the image is in PREFIX/share/replay-vm/image
+INSTALLED = os.path.exists(os.path.join(HERE, "qemu-system-x86_64"))
+if INSTALLED:
+    _IMAGE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "share", "replay-vm", "image")
+    _QEMU = os.path.join(HERE, "qemu-system-x86_64")
+else:
+    _IMAGE = os.path.join(REPO, "build", "image")
+    _QEMU = os.path.join(REPO, "build", "qemu", "qemu-system-x86_64")
 # RV_IMAGE=dir: another guest image (an A/B of two guest modules, say)
-IMAGE = os.environ.get("RV_IMAGE") or os.path.join(REPO, "build", "image")
+IMAGE = os.environ.get("RV_IMAGE") or _IMAGE
 # RV_QEMU=path: another QEMU binary (a long benchmark kept on one build
 # while the tree moves on; its VERSION file, if any, sits next to it)
-QEMU = os.environ.get("RV_QEMU") or os.path.join(REPO, "build", "qemu", "qemu-system-x86_64")
+QEMU = os.environ.get("RV_QEMU") or _QEMU
 
 # default arguments of each workload: small enough for an emulated guest
 WORKLOADS = {
