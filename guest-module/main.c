@@ -15,8 +15,8 @@
 #include <linux/cpumask.h>
 #include <linux/utsname.h>
 #include "rv.h"
-#include "instrument.h"
-#include "crewinstr.h"
+#include "dbt/instrument.h"
+#include "crew/crewinstr.h"
 
 static bool dbt;
 module_param(dbt, bool, 0444);

@@ -2,8 +2,8 @@
 /* Byte-CREW instrumentation (crewinstr.c) and its slow paths (crewslow.c). */
 #ifndef RV_CREWINSTR_H
 #define RV_CREWINSTR_H
-#include "emit.h"
-#include "instrument.h"
+#include "dbt/emit.h"
+#include "dbt/instrument.h"
 struct seq_file;
 
 /* what an instrumentation site is; lives in the cold part of the cache */
