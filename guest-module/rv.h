@@ -196,7 +196,7 @@ int rv_byte_switch_on(void);
 int rv_byte_switch_failed(int ret);
 #define RV_INIT_SWITCH 1	/* replayvm_init: byte mode, switch now */
 int replayvm_init(void);
-int __init init_module(void);	/* switch.S: calls replayvm_init, switches */
+int __init init_module(void);	/* dbt/switch.S: calls replayvm_init, switches */
 unsigned long rv_entry_off(void);
 
 /* ---- coherence: text_poke, modules (dbt/coherence.c) ---- */
@@ -245,7 +245,7 @@ struct rv_vcpu {
 	u64 stats[12];			/* byte-mode counters, this CPU */
 	u64 poke_seen;			/* text-poke syncs run (pokebatch.h) */
 	u64 spare[24];			/* keeps the host's offsets below */
-	/* shared with the host: untrained accesses to shared bytes (train.c) */
+	/* shared with the host: untrained accesses to shared bytes (crew/train.c) */
 	u64 untrained;			/* 920 */
 	u64 untrained_pc[8];		/* 928 */
 	/* shared with the host: a replay's CREW_ESITE (crew_cpu.bad_site) */
@@ -257,7 +257,7 @@ DECLARE_PER_CPU(struct rv_vcpu, rv_vcpu);
 #define RV_GS(field)	((u32)((unsigned long)&rv_vcpu + offsetof(struct rv_vcpu, field)))
 
 /*
- * A per-CPU software TLB for the inline check (crewinstr.c): kernel
+ * A per-CPU software TLB for the inline check (crew/crewinstr.c): kernel
  * addresses outside the direct map and the kernel image (vmalloc'd kernel
  * stacks, whose objects the kernel reaches through other registers than
  * %rsp; vmemmap's struct pages; vmalloc and module data) found their
@@ -276,7 +276,7 @@ struct rv_vtlb {
 DECLARE_PER_CPU(struct rv_vtlb, rv_vtlb);
 #define RV_VTLB(field)	((u32)((unsigned long)&rv_vtlb + offsetof(struct rv_vtlb, field)))
 void rv_vtlb_flush(void);
-extern unsigned long rv_vtlb_flush_common;	/* stubs_byte.c */
+extern unsigned long rv_vtlb_flush_common;	/* dbt/stubs_byte.c */
 
 enum rv_bstat {
 	RV_BS_SLOW, RV_BS_CLASSIFY, RV_BS_MMIO, RV_BS_STRING, RV_BS_REPLAY_WAIT,
@@ -292,7 +292,7 @@ void rv_byte_excl_va(const void *va, unsigned long len);
 void rv_byte_error(u64 code, unsigned long addr);
 void rv_translate_excl(void);
 int rv_byte_on_cpu(void *unused);
-int rv_byte_stop_fn(void *unused);		/* switch.S */
+int rv_byte_stop_fn(void *unused);		/* dbt/switch.S */
 void rv_entry_install_this_cpu(void);
 extern u64 rv_byte_gate_slot[256], rv_byte_lstar_slot, rv_byte_native_exits;
 /* calls from translated code into native code other than this module's */
@@ -302,7 +302,7 @@ extern unsigned long rv_byte_gate_native[256], rv_byte_lstar_native;
 int rv_byte_switch_on_cpu(void);		/* in stop_machine, every CPU */
 void rv_byte_exit(void);
 bool rv_byte_replaying(void);
-extern bool rv_byte_remote_fence;	/* byte.c: releases need no fence */
+extern bool rv_byte_remote_fence;	/* crew/byte.c: releases need no fence */
 unsigned long rv_byte_shadow_va(void);
 void rv_byte_show(struct seq_file *m);
 /* stubs for byte mode (dbt/stubs_byte.c) */
