@@ -15,8 +15,8 @@
 #include <linux/cpumask.h>
 #include <linux/utsname.h>
 #include "rv.h"
-#include "instrument.h"
-#include "crewinstr.h"
+#include "dbt/instrument.h"
+#include "crew/crewinstr.h"
 
 static bool dbt;
 module_param(dbt, bool, 0444);
@@ -35,7 +35,7 @@ static bool selftest;
 module_param(selftest, bool, 0444);
 MODULE_PARM_DESC(selftest, "decode the whole kernel text at load and report coverage");
 
-/* returns RV_INIT_SWITCH when init_module (switch.S) must still switch to byte CREW */
+/* returns RV_INIT_SWITCH when init_module (dbt/switch.S) must still switch to byte CREW */
 int __init replayvm_init(void)
 {
 	int ret;
@@ -158,7 +158,7 @@ int rv_byte_switch_failed(int ret)
 	return ret;
 }
 
-/* the module's init function is init_module in switch.S */
+/* the module's init function is init_module in dbt/switch.S */
 module_exit(replayvm_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("replay-vm guest module (kernel DBT + byte-granular CREW)");

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * replay-vm guest module: kernel dynamic binary translator (BTKernel design,
- * thesis ch.3) for x86-64 Linux 6.1.  Shared declarations.
+ * thesis ch.3) for x86-64 Linux 6.1, and byte-granular CREW on top of it
+ * (thesis 4.2).  Declarations shared by the layers: the translator (dbt/),
+ * byte CREW's per-CPU state and host side (crew/byte.c), main.c, stats.c.
+ * Each layer's own interfaces: dbt/instrument.h, dbt/emit.h,
+ * crew/crewinstr.h, crew/crew.h (README.md draws the map).
  */
 #ifndef RV_H
 #define RV_H
@@ -20,7 +24,7 @@ struct pt_regs;
 
 #define RV_PR "replayvm: "
 
-/* ---- kernel symbols not exported to modules (ksyms.c) ---- */
+/* ---- kernel symbols not exported to modules (dbt/ksyms.c) ---- */
 int rv_ksyms_init(void);
 unsigned long rv_ksym(const char *name);
 const void *rv_ksym_table(const char *start, const char *stop, size_t size, unsigned long *n);
@@ -44,11 +48,11 @@ struct rv_kfuncs {
 };
 extern struct rv_kfuncs rv_k;
 
-/* ---- decoder (decode.c): the kernel's own x86 decoder ---- */
+/* ---- decoder (dbt/decode.c): the kernel's own x86 decoder ---- */
 int rv_decode(struct insn *insn, unsigned long pc);
 int rv_selftest_decode(void);
 
-/* ---- code cache (cache.c) ---- */
+/* ---- code cache (dbt/cache.c) ---- */
 #define RV_CACHE_SIZE	(8UL << 20)	/* translated code + stubs */
 #define RV_FT_BITS	16		/* fast lookup table, direct mapped */
 #define RV_FT_SIZE	(1UL << RV_FT_BITS)
@@ -74,6 +78,7 @@ void rv_stage_begin(u8 *blk, unsigned long len);
 void rv_stage_commit(u8 *blk_end);
 u64 rv_stage_bypassed(void);
 unsigned long rv_cold_used(void);	/* byte mode's cold arena */
+void *rv_cold_alloc(unsigned long size, unsigned long align);
 /* fast-table index: low16(T + 8 * ((T >> 8) & 0xffff)), as ind_stub computes it */
 static inline unsigned int rv_ft_index(unsigned long t)
 {
@@ -86,7 +91,7 @@ static inline bool rv_in_cache(unsigned long a)
 }
 void rv_text_write(void *dst, const void *src, size_t len);
 
-/* ---- blocks and translation (translate.c, dispatch.c) ---- */
+/* ---- blocks, translation and the dispatcher (dbt/translate.c) ---- */
 #define RV_MAX_INSNS	32
 #define RV_MAX_BLOCKS	(96 * 1024)
 
@@ -139,7 +144,7 @@ unsigned long rv_cache_to_native(unsigned long ip);
 unsigned long rv_cache_to_native_exact(unsigned long ip);
 void rv_invalidate_range(unsigned long start, unsigned long end);
 void rv_invalidate_sites(const struct rv_pokebatch *pb);
-/* the translator lock, for coherence.c's batch table */
+/* the translator lock, for dbt/coherence.c's batch table */
 unsigned long rv_xlate_lock(void);
 void rv_xlate_unlock(unsigned long flags);
 unsigned long rv_nblocks(void);
@@ -148,7 +153,7 @@ extern bool rv_callret;
 extern bool rv_superblock;
 extern atomic64_t rv_fixups, rv_fixup_miss;
 
-/* ---- jump-label sites (jumplabel.c) ---- */
+/* ---- jump-label sites (dbt/jumplabel.c) ---- */
 struct rv_jl_site {
 	unsigned long pc, target, key;
 	u8 len;			/* 2 or 5 */
@@ -162,7 +167,7 @@ bool rv_jl_find(unsigned long pc, struct rv_jl_site *s);
 bool rv_jl_keyed(unsigned long pc);
 unsigned long rv_jl_bad(void);
 
-/* ---- static-call sites (staticcall.c; on with jl_keys) ---- */
+/* ---- static-call sites (dbt/staticcall.c; on with jl_keys) ---- */
 struct rv_sc_site {
 	unsigned long pc, key;	/* a 5-byte site; key->func is its target */
 	bool tail;		/* jmp (ret when func is NULL), not call (nop) */
@@ -178,23 +183,23 @@ unsigned long rv_dispatch(unsigned long target, unsigned long stub_ret);
 void rv_fix_exc_frame(unsigned long *frame, int errcode);
 unsigned long rv_kret(unsigned long ip);
 
-/* ---- emitters / stubs (stubs.c) ---- */
+/* ---- emitters / stubs (dbt/stubs.c) ---- */
 int rv_stubs_build(void);
 void rv_stubs_off(void);
 unsigned long rv_emit_gate_stub(int vector, bool exception, bool errcode,
 				unsigned long handler_tr);
 unsigned long rv_emit_syscall_stub(unsigned long entry_tr);
 
-/* ---- entry interposition (entry.c) ---- */
+/* ---- entry interposition (dbt/entry.c, dbt/switch.S) ---- */
 int rv_entry_on(void);
 int rv_byte_switch_on(void);
 int rv_byte_switch_failed(int ret);
 #define RV_INIT_SWITCH 1	/* replayvm_init: byte mode, switch now */
 int replayvm_init(void);
-int __init init_module(void);	/* switch.S: calls replayvm_init, switches */
+int __init init_module(void);	/* dbt/switch.S: calls replayvm_init, switches */
 unsigned long rv_entry_off(void);
 
-/* ---- coherence: text_poke, modules (coherence.c) ---- */
+/* ---- coherence: text_poke, modules (dbt/coherence.c) ---- */
 int rv_coherence_init(void);
 void rv_coherence_exit(void);
 extern atomic64_t rv_pokes_seen;
@@ -207,7 +212,7 @@ bool rv_tramp_known(unsigned long pc);
 const struct rv_pokebatch *rv_pokes_live(void);
 extern u64 rv_pb_tag;
 
-/* ---- byte-granular CREW (byte.c, crewinstr.c, crewslow.c) ---- */
+/* ---- byte-granular CREW (crew/byte.c, crew/crewinstr.c, crew/crewslow.c) ---- */
 /*
  * Byte mode (crew=byte): the host (QEMU -rr ...,crew=byte) delivers
  * kernel-mode interrupts only at deterministic points, so the stubs keep
@@ -240,7 +245,7 @@ struct rv_vcpu {
 	u64 stats[12];			/* byte-mode counters, this CPU */
 	u64 poke_seen;			/* text-poke syncs run (pokebatch.h) */
 	u64 spare[24];			/* keeps the host's offsets below */
-	/* shared with the host: untrained accesses to shared bytes (train.c) */
+	/* shared with the host: untrained accesses to shared bytes (crew/train.c) */
 	u64 untrained;			/* 920 */
 	u64 untrained_pc[8];		/* 928 */
 	/* shared with the host: a replay's CREW_ESITE (crew_cpu.bad_site) */
@@ -252,7 +257,7 @@ DECLARE_PER_CPU(struct rv_vcpu, rv_vcpu);
 #define RV_GS(field)	((u32)((unsigned long)&rv_vcpu + offsetof(struct rv_vcpu, field)))
 
 /*
- * A per-CPU software TLB for the inline check (crewinstr.c): kernel
+ * A per-CPU software TLB for the inline check (crew/crewinstr.c): kernel
  * addresses outside the direct map and the kernel image (vmalloc'd kernel
  * stacks, whose objects the kernel reaches through other registers than
  * %rsp; vmemmap's struct pages; vmalloc and module data) found their
@@ -271,7 +276,7 @@ struct rv_vtlb {
 DECLARE_PER_CPU(struct rv_vtlb, rv_vtlb);
 #define RV_VTLB(field)	((u32)((unsigned long)&rv_vtlb + offsetof(struct rv_vtlb, field)))
 void rv_vtlb_flush(void);
-extern unsigned long rv_vtlb_flush_common;	/* stubs_byte.c */
+extern unsigned long rv_vtlb_flush_common;	/* dbt/stubs_byte.c */
 
 enum rv_bstat {
 	RV_BS_SLOW, RV_BS_CLASSIFY, RV_BS_MMIO, RV_BS_STRING, RV_BS_REPLAY_WAIT,
@@ -287,7 +292,7 @@ void rv_byte_excl_va(const void *va, unsigned long len);
 void rv_byte_error(u64 code, unsigned long addr);
 void rv_translate_excl(void);
 int rv_byte_on_cpu(void *unused);
-int rv_byte_stop_fn(void *unused);		/* switch.S */
+int rv_byte_stop_fn(void *unused);		/* dbt/switch.S */
 void rv_entry_install_this_cpu(void);
 extern u64 rv_byte_gate_slot[256], rv_byte_lstar_slot, rv_byte_native_exits;
 /* calls from translated code into native code other than this module's */
@@ -297,19 +302,21 @@ extern unsigned long rv_byte_gate_native[256], rv_byte_lstar_native;
 int rv_byte_switch_on_cpu(void);		/* in stop_machine, every CPU */
 void rv_byte_exit(void);
 bool rv_byte_replaying(void);
-extern bool rv_byte_remote_fence;	/* byte.c: releases need no fence */
+extern bool rv_byte_remote_fence;	/* crew/byte.c: releases need no fence */
 unsigned long rv_byte_shadow_va(void);
 void rv_byte_show(struct seq_file *m);
-/* stubs for byte mode (stubs.c) */
+/* stubs for byte mode (dbt/stubs_byte.c) */
+int rv_stubs_build_byte(void);
+unsigned long rv_emit_gate_stub_byte(int vector, bool exception, bool errcode, u64 *slot);
 extern unsigned long rv_byte_enter_tramp, rv_slow_common;
 unsigned long rv_dispatch_b(unsigned long target, unsigned long field);
 unsigned long rv_dispatch_ind(unsigned long target, unsigned long *ksp);
 unsigned long rv_dispatch_call(unsigned long target, unsigned long *ksp);
 void rv_native_return(unsigned long *frame);
 extern unsigned long rv_ind_call, rv_ret_tramp;
-void rv_byte_slow(void);			/* crewslow.c, private stack */
+void rv_byte_slow(void);			/* crew/crewslow.c, private stack */
 
-/* ---- stats (stats.c) ---- */
+/* ---- /proc/replayvm (stats.c) ---- */
 int rv_stats_init(void);
 void rv_stats_exit(void);
 extern unsigned long rv_selftest_insns, rv_selftest_bad;

@@ -4,7 +4,7 @@
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include "rv.h"
-#include "instrument.h"
+#include "dbt/instrument.h"
 
 static u64 sum(size_t off)
 {

@@ -3,7 +3,7 @@
 module looks up, structures it decodes without their definition, the
 arguments its handlers read from registers, and the kernel functions it
 calls natively with every traced function they reach (guest-module/
-notrace.h, which byte mode takes out of the function tracer: a new
+dbt/notrace.h, which byte mode takes out of the function tracer: a new
 kernel, or a new native call in the module, that reaches a traced function
 the list lacks fails here instead of crashing a recording that turns on
 function tracing).  Each check is also shown to fail on a kernel that

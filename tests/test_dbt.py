@@ -210,7 +210,7 @@ def test_translated_kernel_retires_few_more_instructions():
     counted span (1.12-1.20 in single runs).  Medians were 1.10-1.11 with
     exits padded only where their rel32 would cross a cache line, 1.19-1.20
     with every rel32 4-byte aligned, 1.29 when that alignment was padded
-    with up to three one-byte nops (guest-module/emit.h), and far more if
+    with up to three one-byte nops (guest-module/dbt/emit.h), and far more if
     blocks fell back to the dispatcher or to native code.  Staged emission
     (each block copied into the cache when done) moved the median to 1.13
     (5 runs of 3 reps, 2026-11-29), and one clean-clone make test that day

@@ -39,7 +39,7 @@ def byte_transfers(log):
 # recording, a RAM hash in module code, a kernel rdtsc logged 15 det points
 # away from where replay reached it, an APIC read where the log has a
 # rdtsc), with and without QEMU 0023/0024.  The first was a livelock in
-# the module's take (guest-module/crewslow.c, take_all), fixed; after it
+# the module's take (guest-module/crew/crewslow.c, take_all), fixed; after it
 # 6 of 6 runs passed.  Whether the other symptoms had the same cause is
 # not known.  It runs with REPLAYVM_FULL=1 (`make test-full`): at 165-210 s
 # it does not fit make test's 40 minutes, where byte CREW is recorded and
@@ -369,7 +369,7 @@ def test_static_keys_flipped_during_a_recording_replay(tmp_path):
     to depend on when its translation of the site was dropped, which
     nothing logged, and a block translated while text_poke_bp's int3 was
     in place left the vCPU in native code.  The module now translates
-    each site as a CREW-ordered read of its key (guest-module/jumplabel.c,
+    each site as a CREW-ordered read of its key (guest-module/dbt/jumplabel.c,
     staticcall.c) and drops no block for such pokes.  Before that the
     schedstats toggles stalled the recording with the kernel running
     natively, and the trace-event toggles alone recorded with native
@@ -409,14 +409,14 @@ def test_function_tracing_turned_on_during_a_recording_replays(tmp_path):
     block went, and a block translated while the int3 was in place ran the
     kernel natively: this recording stalled in function_trace_call,
     reached natively.  Now the sites of a batch in flight are translated
-    from the batch (guest-module/pokebatch.c): the old instruction until
+    from the batch (guest-module/dbt/pokebatch.c): the old instruction until
     the vCPU has run the batch's last sync (an IPI, at a deterministic
     point), the new one after; and an ftrace trampoline stays translated
     until it is freed, not only while ftrace lists it.  Tracing every
     function also rewrote the entries of the kernel functions the module
     calls natively (a double fault) and of the module's own (a stall):
     the module has no ftrace sites now, and takes the former out of the
-    function tracer (guest-module/notrace.h)."""
+    function tracer (guest-module/dbt/notrace.h)."""
     log = tmp_path / "run.rr"
     rec = record_byte(log, 2, cmd=FTRACE_CMD)
     assert "RESULT ftraced 10" in rec.output, rec.console[-3000:]
@@ -534,7 +534,7 @@ def test_vtlb_entries_match_the_page_tables(tmp_path):
     unload.
 
     And no translation stored into the code cache around its staging
-    (stage_bypassed, guest-module/cache.c: such a store is undone when the
+    (stage_bypassed, guest-module/dbt/cache.c: such a store is undone when the
     block's scratch copy is copied in)."""
     _, n = vtlb_record(tmp_path / "run.rr", 512)
     assert n["checked"] > 100000 and n["stale"] == 0, n

@@ -6,7 +6,7 @@ built against the new headers, but it also relies on things no header
 states: kernel symbols it looks up at load, structures it decodes by hand
 (struct text_poke_loc, SLUB's kmem_cache head), the registers its kprobe
 handlers read as arguments, and the list of kernel functions it calls
-natively (guest-module/notrace.h, taken out of the function tracer).  A
+natively (guest-module/dbt/notrace.h, taken out of the function tracer).  A
 change there broke recordings at run time; this check fails the image
 build instead, naming what changed.
 
@@ -29,8 +29,8 @@ MODULE = os.path.join(REPO, "guest-module")
 IMAGE = os.path.join(REPO, "build", "image")
 
 # Functions whose arguments the module reads from registers at their entry
-# (coherence.c's kprobe handlers, trainfree.c's hooks, the sync counter
-# emitted at do_sync_core): the parameter types, in order.
+# (dbt/coherence.c's kprobe handlers, crew/trainfree.c's hooks, the sync
+# counter emitted at do_sync_core): the parameter types, in order.
 PARAMS = {
     "text_poke": ["void *", "void *", "size_t"],                    # di=addr, dx=len
     "text_poke_bp_batch": ["struct text_poke_loc *", "unsigned int"],  # di, si
@@ -46,8 +46,8 @@ PARAMS = {
 
 # Structures decoded without the kernel's definition: {member: (offset,
 # size)} and the size where it matters (None: only the members).
-# text_poke_loc comes from guest-module/pokebatch.h (RV_TPL_*);
-# kmem_cache is trainfree.c's struct slub_head.
+# text_poke_loc comes from guest-module/dbt/pokebatch.h (RV_TPL_*);
+# kmem_cache is crew/trainfree.c's struct slub_head.
 def layouts():
     tpl = pokebatch_layout()
     return {
@@ -62,8 +62,19 @@ def layouts():
 
 
 def pokebatch_layout():
-    text = open(os.path.join(MODULE, "pokebatch.h")).read()
+    text = open(os.path.join(MODULE, "dbt", "pokebatch.h")).read()
     return {k: int(v, 0) for k, v in re.findall(r"#define (RV_TPL_\w+)\s+(\w+)", text)}
+
+
+def sources():
+    """the module's C files, as paths under guest-module/ (dbt/, crew/, ...;
+    not the userspace tests: test/, test_*.c)"""
+    out = []
+    for top, dirs, files in os.walk(MODULE):
+        dirs[:] = [d for d in dirs if d != "test"]
+        out += [os.path.relpath(os.path.join(top, f), MODULE) for f in files
+                if f.endswith(".c") and not f.startswith("test_") and not f.endswith(".mod.c")]
+    return sorted(out)
 
 
 def module_symbols():
@@ -73,9 +84,7 @@ def module_symbols():
     pats = [(r'\brv_ksym\("([^"]+)"\)', False), (r'\bkln\("([^"]+)"\)', False),
             (r'\brv_ksym_table\("([^"]+)",\s*"([^"]+)"', False),
             (r'symbol_name\s*=\s*"([^"]+)"', True), (r'\[F_\w+\]\s*=\s*"([^"]+)"', True)]
-    for name in sorted(os.listdir(MODULE)):
-        if not name.endswith(".c"):
-            continue
+    for name in sources():
         text = open(os.path.join(MODULE, name)).read()
         for pat, code in pats:
             for m in re.finditer(pat, text):
@@ -83,7 +92,7 @@ def module_symbols():
                 for sym in m.groups():
                     if sym != "kallsyms_lookup_name":   # found through a kprobe, checked below
                         found.setdefault(sym, ("guest-module/%s:%d" % (name, line), code))
-    found["kallsyms_lookup_name"] = ("guest-module/ksyms.c", True)
+    found["kallsyms_lookup_name"] = ("guest-module/dbt/ksyms.c", True)
     return found
 
 
@@ -140,7 +149,7 @@ def check_params(b):
 
 
 def listed(macro):
-    text = open(os.path.join(MODULE, "notrace.h")).read()
+    text = open(os.path.join(MODULE, "dbt", "notrace.h")).read()
     body = re.search(r"#define %s((?:.*\\\n)*.*)" % macro, text).group(1)
     return set(re.findall(r'"([^"]+)"', body))
 
@@ -206,10 +215,10 @@ def check_notrace(vm, roots=None, have=None):
     have = listed("RV_NATIVE_CALLEES") if have is None else have
     missing = sorted(r for r in roots if r not in vm.at)
     if missing:
-        return ["guest-module/notrace.h names functions this kernel lacks: %s" % ", ".join(missing)]
+        return ["guest-module/dbt/notrace.h names functions this kernel lacks: %s" % ", ".join(missing)]
     need = vm.traced_closure(roots)
     if not need <= have:
-        return ["guest-module/notrace.h: this kernel's %s reach traced functions the list lacks "
+        return ["guest-module/dbt/notrace.h: this kernel's %s reach traced functions the list lacks "
                 "(add them to RV_NATIVE_CALLEES): %s" % ("/".join(sorted(roots)),
                                                         ", ".join(sorted(need - have)))]
     return []

@@ -223,7 +223,7 @@ def qemu_argv(vcpus=1, mem=512, accel="tcg", image=IMAGE, qemu=QEMU, command="un
 # Byte-granular CREW: the guest gets 1 GiB; the kernel uses the low 480 MiB
 # (mem=), the 480 MiB from 512 MiB are its module's shadow memory (one owner
 # byte per byte of kernel RAM; the gap below is where its mapping starts, see
-# guest-module/byte.c), the top keeps the firmware's ACPI tables.  The
+# guest-module/crew/byte.c), the top keeps the firmware's ACPI tables.  The
 # module loads at boot with translation and byte CREW on.
 BYTE_MEM = 1024
 BYTE_SHADOW = "mem=480M"
@@ -415,7 +415,7 @@ def run(vcpus=1, workload=None, args=(), binary=None, cmd=None, timeout=300, acc
     (and a "vmrun: warning: UNTRAINED ..." line at the end of the console),
     from the module's debug console, kept in RECORD.untrained) when
     untrained_report (the module's untrained_report=1: such a recording may
-    not replay, see guest-module/train.c)."""
+    not replay, see guest-module/crew/train.c)."""
     if accel == "auto":
         accel = "kvm" if hw_kvm_available() else "tcg"
     env = dict(os.environ)

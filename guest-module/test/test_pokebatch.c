@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../pokebatch.h"
+#include "../dbt/pokebatch.h"
 
 static u8 text[4096];		/* "kernel text": stext is its address */
 static unsigned long keyed_pc;	/* the one site rv_pb_keyed() claims */

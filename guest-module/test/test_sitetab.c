@@ -7,7 +7,7 @@
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "../sitetab.h"
+#include "../dbt/sitetab.h"
 
 struct ent {
 	unsigned long pc;

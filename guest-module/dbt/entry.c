@@ -22,7 +22,6 @@
 #include <asm/sync_core.h>
 #include "rv.h"
 #include "emit.h"
-#include "crewinstr.h"
 
 static gate_desc *shadow_idt;
 static struct desc_ptr shadow_descr;

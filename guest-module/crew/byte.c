@@ -25,9 +25,9 @@
 #include <linux/seq_file.h>
 #include <asm/pgtable.h>
 #include "rv.h"
-#include "emit.h"
+#include "dbt/emit.h"
 #include "crewinstr.h"
-#include "crew/crew.h"
+#include "crew.h"
 #include "rvg_abi.h"
 
 bool rv_byte;

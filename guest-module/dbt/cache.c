@@ -11,7 +11,7 @@
 #include <linux/slab.h>
 #include "rv.h"
 #include "emit.h"
-#include "crewinstr.h"
+#include "crew/crewinstr.h"
 
 struct rv_cache *rv_cache;
 /*

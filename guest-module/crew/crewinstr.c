@@ -44,10 +44,10 @@
 #include <linux/moduleparam.h>
 #include <asm/insn.h>
 #include "rv.h"
-#include "emit.h"
-#include "instrument.h"
+#include "dbt/emit.h"
+#include "dbt/instrument.h"
 #include "crewinstr.h"
-#include "crew/crew.h"
+#include "crew.h"
 #include "rvg_abi.h"
 
 struct rv_crew_consts rv_cc;

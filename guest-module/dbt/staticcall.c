@@ -21,7 +21,6 @@
 #include <linux/static_call_types.h>
 #include "rv.h"
 #include "instrument.h"
-#include "crewinstr.h"
 #include "sitetab.h"
 
 struct sc_ent {

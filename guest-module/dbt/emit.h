@@ -170,4 +170,8 @@ static inline void e_pop_scratch(struct rv_emit *e)
 				 0x5f, 0x5e, 0x5a, 0x59 };
 	e_bytes(e, op, sizeof(op));
 }
+
+/* op with a %gs:disp32 memory operand; movq $imm32 to one (stubs_byte.c) */
+void e_gs(struct rv_emit *e, u8 rex, u8 op, int reg, u32 disp);
+void e_gs_movq_imm(struct rv_emit *e, u32 disp, u32 imm);
 #endif

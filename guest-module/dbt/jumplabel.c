@@ -22,7 +22,7 @@
 #include <linux/module.h>
 #include "rv.h"
 #include "instrument.h"
-#include "crewinstr.h"
+#include "crew/crewinstr.h"
 #include "sitetab.h"
 
 struct jl_ent {

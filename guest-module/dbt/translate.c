@@ -33,7 +33,7 @@
 #include "rv.h"
 #include "emit.h"
 #include "instrument.h"
-#include "crewinstr.h"
+#include "crew/crewinstr.h"
 #include "rvg_abi.h"
 #include "pokebatch.h"
 

@@ -24,8 +24,8 @@
 #include <linux/slab.h>
 #include <linux/io.h>
 #include "rv.h"
-#include "emit.h"
-#include "instrument.h"
+#include "dbt/emit.h"
+#include "dbt/instrument.h"
 #include "crewinstr.h"
 
 enum free_kind { F_KFREE, F_CACHE, F_BULK, F_PAGE, F_PAGE_LIST, F_PAGES_OK, F_NR };

@@ -19,7 +19,7 @@
 #include <asm/pgtable.h>
 #include "rv.h"
 #include "crewinstr.h"
-#include "crew/crew.h"
+#include "crew.h"
 #include "rvg_abi.h"
 
 /* what slow_common pushed on the private stack, and the kernel stack */

@@ -8,7 +8,7 @@
 #include <linux/kernel.h>
 #include "rv.h"
 #include "instrument.h"
-#include "crewinstr.h"
+#include "crew/crewinstr.h"
 
 const struct rv_instrumentation *rv_instr;
 u64 rv_instr_mem_count[4], rv_instr_dp_count[RV_DP_NR];

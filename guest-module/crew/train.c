@@ -38,10 +38,10 @@
 #include <linux/io.h>
 #include <asm/processor-flags.h>
 #include "rv.h"
-#include "emit.h"
-#include "instrument.h"
+#include "dbt/emit.h"
+#include "dbt/instrument.h"
 #include "crewinstr.h"
-#include "crew/crew.h"
+#include "crew.h"
 #include "rvg_abi.h"
 
 #ifndef NT_GNU_BUILD_ID

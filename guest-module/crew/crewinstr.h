@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Byte-CREW instrumentation (crewinstr.c) and its slow paths (crewslow.c). */
+/*
+ * Byte CREW: the instrumentation the translator emits (crewinstr.c), its
+ * slow paths (crewslow.c), training and trained lists (train.c,
+ * trainfree.c).  The module's per-CPU state and the host protocol's side
+ * (byte.c) are declared in rv.h.
+ */
 #ifndef RV_CREWINSTR_H
 #define RV_CREWINSTR_H
-#include "emit.h"
-#include "instrument.h"
+#include "dbt/emit.h"
+#include "dbt/instrument.h"
 struct seq_file;
 
 /* what an instrumentation site is; lives in the cold part of the cache */
@@ -87,11 +92,6 @@ extern u64 rv_train_frees, rv_train_freed_bytes;
 void rv_untrained_event(unsigned long pc, int cpu, bool write, unsigned long phys);
 void rv_train_show(struct seq_file *m);
 
-void *rv_cold_alloc(unsigned long size, unsigned long align);
 int rv_flags_dead(unsigned long pc);
-void e_gs(struct rv_emit *e, u8 rex, u8 op, int reg, u32 disp);
-void e_gs_movq_imm(struct rv_emit *e, u32 disp, u32 imm);
 const struct rv_instrumentation *rv_crew_instrumentation(void);
-int rv_stubs_build_byte(void);
-unsigned long rv_emit_gate_stub_byte(int vector, bool exception, bool errcode, u64 *slot);
 #endif
