@@ -1,63 +1,122 @@
 #!/usr/bin/env bash
-# Builds Debian's QEMU 7.2 with the replay-vm patch series applied.
+# Builds Debian's QEMU 7.2 with replay-vm's side of it:
+#   src/    replay-vm's own QEMU files (replay-vm/*, include/sysemu/rrvm*.h,
+#           target/i386/.../rrvm-*, ...) at their paths in the QEMU tree;
+#           mirrored into the tree, only changed files copied, so that ninja
+#           rebuilds only what changed
+#   hooks/  the edits to QEMU's own files, a short quilt series (hooks/series)
 #
-# The source tree and build dir live in a cache outside the work tree, one per
-# Debian source version.  The patch series is applied with quilt (own .pc dir so
-# Debian's own quilt state is untouched); only patches that differ from the ones
-# applied last time are popped and re-pushed, so a one-patch edit rebuilds
-# incrementally.  Finished binaries are kept per (source version, series hash):
-# an unchanged tree "rebuilds" by copying one file.
+# usage: build.sh [OUT]          build, copy qemu-system-x86_64 and VERSION to
+#                                OUT (default build/qemu)
+#        build.sh --source-only  prepare the patched source tree, print its
+#                                path, build nothing
+#
+# The source tree and build dir live in a cache outside the work tree
+# ($REPLAY_VM_CACHE, default ~/.cache/replay-vm), one per Debian source
+# version, under qemu-src2/ (qemu-src/ held trees patched by the old
+# 66-patch series; they are never reused).  The hooks are applied with quilt
+# (own .pc dir so Debian's own quilt state is untouched); only hooks that
+# differ from the ones applied last time are popped and re-pushed.  Finished
+# binaries are kept per (source version, hash of src/, hooks/, this script
+# and rrlog/): an unchanged tree "rebuilds" by copying one file.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
+source_only=false
+if [ "${1:-}" = --source-only ]; then source_only=true; shift; fi
 out=${1:-$repo/build/qemu}
-mkdir -p "$out" && out=$(cd "$out" && pwd)
 cache=${REPLAY_VM_CACHE:-$HOME/.cache/replay-vm}
+hooks=$here/hooks
+srcdir=$here/src
 
 ver=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' | sort -V | tail -1)
 [ -n "$ver" ] || { echo "build-qemu: no qemu source package (run 'make deps': deb-src must be enabled)" >&2; exit 1; }
 
+hook_list() { { grep -v '^#' "$hooks/series" || true; } | sed '/^$/d'; }
+src_list() { (cd "$srcdir" && find . -type f | sed 's|^\./||' | LC_ALL=C sort); }
+
 series_hash() {
-  # everything the binary depends on from this repo: the patches, the series,
-  # the build options, and the libraries QEMU links from the repo
-  { cat "$here/series"; while read -r p; do [ -n "$p" ] && cat "$here/$p"; done < <(grep -v '^#' "$here/series" || true);
+  # everything the binary depends on from this repo: the new files (names
+  # and contents), the hooks and their series, the build options (this
+  # script), and the libraries QEMU links from the repo
+  { src_list | while read -r f; do echo "src/$f"; cat "$srcdir/$f"; done
+    cat "$hooks/series"; hook_list | while read -r p; do cat "$hooks/$p"; done
     cat "$here/build.sh"; find "$repo/rrlog" -name '*.[ch]' -o -name '*.proto' 2>/dev/null | sort | xargs -r cat; } |
     sha256sum | cut -c1-16
 }
 key="${ver#*:}-$(series_hash)"
 bindir=$cache/qemu-bin/$key
-mkdir -p "$out"
 
-if [ -x "$bindir/qemu-system-x86_64" ]; then
-  cp -f "$bindir/qemu-system-x86_64" "$out/"
-  echo "$key" > "$out/VERSION"
-  echo "build-qemu: cached $key"
-  exit 0
+if ! $source_only; then
+  mkdir -p "$out" && out=$(cd "$out" && pwd)
+  if [ -x "$bindir/qemu-system-x86_64" ]; then
+    cp -f "$bindir/qemu-system-x86_64" "$out/"
+    echo "$key" > "$out/VERSION"
+    echo "build-qemu: cached $key"
+    exit 0
+  fi
 fi
 
-srcroot=$cache/qemu-src/${ver#*:}
+# a hook must not touch a file that src/ provides (src/ holds only files
+# that Debian's source does not have)
+hook_files() { hook_list | while read -r p; do sed -n 's|^+++ [^/]*/\([^[:space:]]*\).*|\1|p' "$hooks/$p"; done | LC_ALL=C sort -u; }
+clash=$(LC_ALL=C comm -12 <(hook_files) <(src_list))
+[ -z "$clash" ] || { echo "build-qemu: hooks patch files that src/ provides: $clash" >&2; exit 1; }
+
+layout="src+hooks 1"
+srcroot=$cache/qemu-src2/${ver#*:}
 src=$(ls -d "$srcroot"/qemu-*/ 2>/dev/null | head -1 || true)
+src=${src%/}
+# a tree patched some other way (the old series) is not reused
+if [ -n "$src" ] && [ -d "$src/.pc-replayvm" ] &&
+   [ "$(cat "$src/.replayvm-layout" 2>/dev/null)" != "$layout" ]; then
+  echo "build-qemu: $src was patched by another layout; extracting afresh" >&2
+  src=""
+fi
 if [ -z "$src" ]; then
   rm -rf "$srcroot"; mkdir -p "$srcroot"
   (cd "$srcroot" && apt-get source -q qemu="$ver" >/dev/null)
   src=$(ls -d "$srcroot"/qemu-*/ | head -1)
+  src=${src%/}
 fi
-src=${src%/}
+echo "$layout" > "$src/.replayvm-layout"
+
+# src/ -> the tree: copy only what changed (ninja goes by mtimes); remove
+# the files mirrored last time that src/ no longer has
+manifest=$src/.replayvm-src-files
+src_list > "$manifest.new"
+if [ -f "$manifest" ]; then
+  LC_ALL=C comm -23 <(LC_ALL=C sort "$manifest") "$manifest.new" | while read -r f; do rm -f "$src/$f"; done
+fi
+while read -r f; do
+  if ! cmp -s "$srcdir/$f" "$src/$f"; then
+    mkdir -p "$(dirname "$src/$f")"
+    cp "$srcdir/$f" "$src/$f"
+  fi
+done < "$manifest.new"
+mv "$manifest.new" "$manifest"
 
 export QUILT_PC=.pc-replayvm QUILT_PATCHES=patches-replayvm
-applied=$src/.replayvm-applied   # copies of the patches as applied last time
+applied=$src/.replayvm-applied   # copies of the hooks as applied last time
 mkdir -p "$applied"
 cd "$src"
-{ grep -v '^#' "$here/series" || true; } | sed '/^$/d' > "$src/.replayvm-series"
+hook_list > "$src/.replayvm-series"
 
-# pop down to the first patch that changed since last time; quilt pops
+# pop down to the first hook that changed since last time; quilt pops
 # only what its series file names, so pop with last time's series and
-# patches (a patch dropped from the series is popped too)
+# patches (a hook dropped from the series is popped too)
 keep=""
+stamps=$src/.replayvm-stamps
 if [ -f "$QUILT_PC/applied-patches" ]; then
+  # the hooked files' contents and mtimes: one that a re-pushed hook leaves
+  # as it was gets its mtime back, so that ninja does not rebuild it
+  find "$QUILT_PC" -mindepth 2 -type f ! -name '.*' | sed "s|^$QUILT_PC/[^/]*/||" | sort -u |
+    while read -r f; do
+      [ -f "$f" ] && echo "$(sha1sum < "$f" | cut -c1-40) $(stat -c %.9Y "$f") $f"
+    done > "$stamps"
   while read -r p; do
-    if [ -f "$here/$p" ] && cmp -s "$here/$p" "$applied/$p" &&
+    if [ -f "$hooks/$p" ] && cmp -s "$hooks/$p" "$applied/$p" &&
        grep -qxF "$p" "$src/.replayvm-series"; then keep=$p; else break; fi
   done < "$QUILT_PC/applied-patches"
   # the kept prefix must also be a prefix of the new series
@@ -74,17 +133,28 @@ if [ -f "$QUILT_PC/applied-patches" ]; then
   else quilt pop -f -a -q >/dev/null 2>&1 || true; fi
   if [ -s "$QUILT_PC/applied-patches" ] &&
      ! head -n "$(wc -l < "$QUILT_PC/applied-patches")" "$src/.replayvm-series" | cmp -s - "$QUILT_PC/applied-patches"; then
-    echo "build-qemu: could not pop the patches applied last time in $src" >&2; exit 1
+    echo "build-qemu: could not pop the hooks applied last time in $src" >&2; exit 1
   fi
 fi
 rm -rf "$QUILT_PATCHES"; mkdir "$QUILT_PATCHES"
 cp "$src/.replayvm-series" "$QUILT_PATCHES/series"
-while read -r p; do cp "$here/$p" "$QUILT_PATCHES/"; done < "$QUILT_PATCHES/series"
+while read -r p; do cp "$hooks/$p" "$QUILT_PATCHES/"; done < "$QUILT_PATCHES/series"
 if [ -s "$QUILT_PATCHES/series" ]; then
   rc=0; quilt push -a -q || rc=$?
-  [ $rc = 0 ] || [ $rc = 2 ] || { echo "build-qemu: a patch failed to apply (see above)" >&2; exit 1; }
+  [ $rc = 0 ] || [ $rc = 2 ] || { echo "build-qemu: a hook failed to apply (see above)" >&2; exit 1; }
 fi
 rm -rf "$applied"; mkdir -p "$applied"; cp "$QUILT_PATCHES"/*.patch "$applied/" 2>/dev/null || true
+if [ -f "$stamps" ]; then
+  while read -r h t f; do
+    if [ -f "$f" ] && [ "$(sha1sum < "$f" | cut -c1-40)" = "$h" ]; then touch -m -d "@$t" "$f"; fi
+  done < "$stamps"
+  rm -f "$stamps"
+fi
+
+if $source_only; then
+  echo "$src"
+  exit 0
+fi
 
 # librrlog, the log-format library, is linked into QEMU from this tree;
 # copy only what changed so an unchanged library does not relink

@@ -193,7 +193,8 @@ static void name_report_addrs(const char *kernel)
 
 /*
  * What the End record says about the recording's own reliability:
- * accesses by instructions a trained list missed (qemu-patches 0021), and
+ * accesses by instructions a trained list missed (QEMU replay-vm/crew-byte.c,
+ * record.c; patch 0021 of the old series), and
  * threads of one process that ran user code at once although byte CREW
  * took user space to share nothing (0058).  All 0 when there is no End.
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where do two RAM dumps of replay-vm differ?  (QEMU: RRVM_RAMDUMP=DIR,
-RRVM_RAMDUMP_FULL=N; see softmmu/physmem.c in qemu-patches/0012.)
+RRVM_RAMDUMP_FULL=N; see rrvm_ram_dump in softmmu/physmem.c, qemu-patches/hooks/0011-*.)
 
     tests/ramdiff.py DIR N [--kallsyms build/image/kallsyms.elf]
 

@@ -7,7 +7,7 @@ set -euo pipefail
 cache=${REPLAY_VM_CACHE:-$HOME/.cache/replay-vm}
 ver=$(apt-cache showsrc qemu 2>/dev/null | awk '/^Version:/ {print $2}' | sort -V | tail -1)
 [ -n "$ver" ] || { echo "plugins: no qemu source package (run 'make deps': deb-src must be enabled)" >&2; exit 1; }
-srcroot=$cache/qemu-src/${ver#*:}
+srcroot=$cache/qemu-src2/${ver#*:}   # the tree build.sh patches
 h=$(ls "$srcroot"/qemu-*/include/qemu/qemu-plugin.h 2>/dev/null | head -1 || true)
 if [ -z "$h" ]; then
   rm -rf "$srcroot"; mkdir -p "$srcroot"
