@@ -3,7 +3,7 @@ reads, its writes into RAM, its interrupts) comes from the log, so a
 replayed device is muted.  Left running, a replayed virtio device parsed
 the guest's rings at the replay's own pace, found them in states the
 recorded device never saw, and a successful replay of a Debian guest
-printed "qemu-system-x86_64: Desc next is 3" (QEMU 0005: virtio devices
+printed "qemu-system-x86_64: Desc next is 3" (qemu-patches hook 0012: virtio devices
 pop nothing while replaying)."""
 import os
 import re
